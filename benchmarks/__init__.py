@@ -1,0 +1,1 @@
+"""Speed benchmarks: tdrl against Tianshou, side by side in one process run."""

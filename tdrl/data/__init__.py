@@ -1,0 +1,1 @@
+"""Data layer: Batch, replay buffers, collectors."""

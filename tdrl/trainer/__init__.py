@@ -1,0 +1,1 @@
+"""tdrl.trainer."""
