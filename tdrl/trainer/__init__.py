@@ -1,1 +1,16 @@
-"""tdrl.trainer."""
+"""Trainers: the on-policy, off-policy and offline training loops."""
+
+from tdrl.trainer.base import BaseTrainer
+from tdrl.trainer.offline import OfflineTrainer
+from tdrl.trainer.online import OffPolicyTrainer, OnlineTrainer, OnPolicyTrainer
+from tdrl.trainer.result import TrainingTiming, TrainResult
+
+__all__ = [
+    "BaseTrainer",
+    "OffPolicyTrainer",
+    "OfflineTrainer",
+    "OnPolicyTrainer",
+    "OnlineTrainer",
+    "TrainResult",
+    "TrainingTiming",
+]

@@ -1,0 +1,145 @@
+"""Collector throughput: tdrl vs Tianshou vs raw gymnasium, same envs, same step budget.
+
+* CartPole-v1 x 8, in-process, random actions: raw gymnasium ``SyncVectorEnv`` loop (no
+  storage at all), tdrl ``Collector(DummyVectorEnv)`` into a ``VectorReplayBuffer``,
+  Tianshou's ``Collector(DummyVectorEnv)`` into its ``VectorReplayBuffer``.
+* The same with a small MLP policy (64x64) instead of random actions.
+* Hopper-v5 x 8 in shared-memory subprocesses (when mujoco is installed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+N_ENVS = 8
+
+
+def _steps_per_s(fn: Callable[[], int], repeat: int = 3) -> float:
+    best = 0.0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        steps = fn()
+        best = max(best, steps / (time.perf_counter() - start))
+    return best
+
+
+def raw_gymnasium(task: str, n_steps: int) -> float:
+    envs = gym.vector.SyncVectorEnv(
+        [lambda: gym.make(task) for _ in range(N_ENVS)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+
+    def run() -> int:
+        for _ in range(n_steps // N_ENVS):
+            envs.step(envs.action_space.sample())
+        return n_steps // N_ENVS * N_ENVS
+
+    out = _steps_per_s(run)
+    envs.close()
+    return out
+
+
+class _TdrlMLP(torch.nn.Module):
+    def __init__(self, obs_dim: int, n_act: int) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(obs_dim, 64), torch.nn.Tanh(), torch.nn.Linear(64, n_act)
+        )
+
+    def forward(self, batch, state=None):  # type: ignore[no-untyped-def]
+        from tdrl.data.batch import Batch
+
+        logits = self.net(batch["obs"].float())
+        n = logits.shape[0]
+        return Batch({"act": logits.argmax(-1)}, batch_size=[n])
+
+
+def tdrl_collector(task: str, n_steps: int, policy: bool) -> float:
+    from tdrl.data.buffer import VectorReplayBuffer
+    from tdrl.data.collector import Collector
+    from tdrl.env import DummyVectorEnv
+
+    envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(N_ENVS)])
+    pol = _TdrlMLP(4, 2) if policy else None
+    c = Collector(pol, envs, VectorReplayBuffer(100_000, N_ENVS))
+    c.reset(seed=0)
+
+    def run() -> int:
+        return c.collect(n_step=n_steps, random=not policy).n_collected_steps
+
+    out = _steps_per_s(run)
+    envs.close()
+    return out
+
+
+def tianshou_collector(task: str, n_steps: int, policy: bool) -> float:
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.data import Collector, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv
+
+    envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(N_ENVS)])
+    net = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, obs, state=None, info=None):  # type: ignore[no-untyped-def]
+            return self.net(torch.as_tensor(obs, dtype=torch.float32)), state
+
+    pol = DiscreteQLearningPolicy(model=Model(), action_space=envs.action_space[0])
+    c = Collector(pol, envs, VectorReplayBuffer(100_000, N_ENVS))
+    c.reset()
+
+    def run() -> int:
+        with torch.no_grad():
+            return c.collect(n_step=n_steps, random=not policy).n_collected_steps
+
+    out = _steps_per_s(run)
+    envs.close()
+    return out
+
+
+def _report(name: str, tdrl_sps: float, ts_sps: float, raw_sps: float | None) -> None:
+    line = (
+        f"{name:<40} tdrl {tdrl_sps:9.0f} steps/s   tianshou {ts_sps:9.0f} steps/s   "
+        f"speed-up {tdrl_sps / ts_sps:5.2f}x"
+    )
+    if raw_sps is not None:
+        per_step_us = (1 / tdrl_sps - 1 / raw_sps) * 1e6 * N_ENVS
+        line += (
+            f"   raw gymnasium {raw_sps:9.0f} steps/s: tdrl {tdrl_sps / raw_sps:4.0%}, "
+            f"tianshou {ts_sps / raw_sps:4.0%}; tdrl overhead {per_step_us:5.1f} us/vector step"
+        )
+    print(line, flush=True)
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    n = 20_000
+    raw = raw_gymnasium("CartPole-v1", n)
+    _report(
+        "CartPole-v1 x8 in-process, random",
+        tdrl_collector("CartPole-v1", n, policy=False),
+        tianshou_collector("CartPole-v1", n, policy=False),
+        raw,
+    )
+    _report(
+        "CartPole-v1 x8 in-process, MLP policy",
+        tdrl_collector("CartPole-v1", n, policy=True),
+        tianshou_collector("CartPole-v1", n, policy=True),
+        None,
+    )
+    np.random.seed(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,474 @@
+"""Policy and Algorithm bases.
+
+A :class:`Policy` maps observations to actions. It is a TensorDict module
+(``in_keys=["obs"]``, ``out_keys=["act"]``): ``policy(batch, state=None)`` returns a new
+:class:`~tdrl.data.Batch` holding ``act`` (and ``state``, ``policy``, ``logits`` where the
+algorithm has them). The collector calls it on every vector step under
+``torch.inference_mode()``, so the result is built with one cheap, check-free TensorDict
+construction.
+
+An :class:`Algorithm` is a TorchRL :class:`~torchrl.objectives.LossModule`:
+``algorithm(batch)`` returns a TensorDict of ``loss_*`` entries, and
+``algorithm.update(buffer, batch_size, repeat)`` runs sample -> :meth:`~Algorithm.preprocess`
+-> optimizer step(s) -> :meth:`~Algorithm.postprocess` and returns a dict of floats.
+Optimizers (with gradient clipping and learning-rate schedulers) are created from
+:class:`OptimizerFactory` objects and are part of ``state_dict()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModuleBase
+from torch import nn
+from torchrl.objectives import LossModule
+
+from tdrl.algorithm.target import FastHardUpdate, FastSoftUpdate, make_target_module
+from tdrl.data.batch import Batch
+
+__all__ = [
+    "AdamOptimizerFactory",
+    "Algorithm",
+    "OptimizerFactory",
+    "Policy",
+    "make_batch",
+    "within_training_step",
+]
+
+ActBoundMethod = Literal["clip", "tanh"] | None
+
+
+def make_batch(fields: dict[str, Any], n: int) -> Batch:
+    """Build a :class:`Batch` of leading dimension ``n`` from tensors, without checks.
+
+    This is the hot-path constructor used by policies (about 1.5 µs against 5 µs for the
+    checked constructor). Values that are ``None`` are dropped.
+
+    >>> import torch
+    >>> b = make_batch({"act": torch.zeros(3, dtype=torch.long), "state": None}, 3)
+    >>> b["act"].shape, "state" in b
+    (torch.Size([3]), False)
+    """
+    source = {k: v for k, v in fields.items() if v is not None}
+    return Batch._new_unsafe(source, batch_size=torch.Size([n]))
+
+
+@contextlib.contextmanager
+def within_training_step(policy: Policy, enabled: bool = True) -> Iterator[Policy]:
+    """Set ``policy.is_within_training_step`` to ``enabled`` for the duration of the block.
+
+    >>> from gymnasium.spaces import Discrete
+    >>> from tdrl.algorithm.modelfree.dqn import DQNPolicy
+    >>> p = DQNPolicy(model=torch.nn.Linear(2, 2), action_space=Discrete(2))
+    >>> with within_training_step(p):
+    ...     p.is_within_training_step
+    True
+    >>> p.is_within_training_step
+    False
+    """
+    old = policy.is_within_training_step
+    policy.is_within_training_step = enabled
+    try:
+        yield policy
+    finally:
+        policy.is_within_training_step = old
+
+
+def _to_numpy(act: Any) -> np.ndarray:
+    if isinstance(act, torch.Tensor):
+        return act.detach().cpu().numpy()
+    if isinstance(act, np.ndarray):
+        return act
+    return np.asarray(act)
+
+
+class Policy(TensorDictModuleBase):
+    """Base class of all policies: observations in, actions out.
+
+    :param action_space: the environment's action space (``Discrete``, ``MultiDiscrete``,
+        ``MultiBinary`` or ``Box``).
+    :param observation_space: the environment's observation space (kept for reference).
+    :param action_scaling: scale a bounded raw action from ``[-1, 1]`` to the Box range in
+        :meth:`map_action` (continuous spaces only).
+    :param action_bound_method: ``"clip"``, ``"tanh"`` or ``None``: how :meth:`map_action`
+        bounds a raw continuous action to ``[-1, 1]`` before scaling.
+    :param deterministic_eval: act deterministically (distribution mode) outside a
+        training step.
+
+    Subclasses implement :meth:`forward`. ``policy.is_within_training_step`` is set by
+    the trainer (or by :func:`within_training_step`).
+    """
+
+    def __init__(
+        self,
+        action_space: gym.Space,
+        observation_space: gym.Space | None = None,
+        action_scaling: bool = False,
+        action_bound_method: ActBoundMethod = "clip",
+        deterministic_eval: bool = False,
+    ) -> None:
+        if action_bound_method not in ("clip", "tanh", None):
+            raise ValueError(
+                f"action_bound_method: expected 'clip', 'tanh' or None, got {action_bound_method!r}"
+            )
+        discrete = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+        if isinstance(action_space, discrete):
+            action_type = "discrete"
+        elif isinstance(action_space, gym.spaces.Box):
+            action_type = "continuous"
+        else:
+            raise ValueError(
+                f"action_space: expected Discrete, MultiDiscrete, MultiBinary or Box, "
+                f"got {type(action_space).__name__}"
+            )
+        if action_scaling and action_type != "continuous":
+            raise ValueError(
+                f"action_scaling: expected False for a {type(action_space).__name__} "
+                f"action space, got True"
+            )
+        super().__init__()
+        self.in_keys = ["obs"]
+        self.out_keys = ["act"]
+        self.action_space = action_space
+        self.observation_space = observation_space
+        self.action_scaling = action_scaling
+        self.action_bound_method = action_bound_method if action_type == "continuous" else None
+        self.deterministic_eval = deterministic_eval
+        self.is_within_training_step = False
+        self._action_type: Literal["discrete", "continuous"] = action_type  # type: ignore[assignment]
+        if action_type == "continuous":
+            box: Any = action_space
+            low = np.asarray(box.low, dtype=np.float64)
+            high = np.asarray(box.high, dtype=np.float64)
+            self._low, self._high = low, high
+            scale = high - low
+            eps = float(np.finfo(np.float32).eps)
+            self._inv_scale = 2.0 / np.where(scale < eps, scale + eps, scale)
+
+    @property
+    def action_type(self) -> Literal["discrete", "continuous"]:
+        """``"discrete"`` or ``"continuous"``, from the action space."""
+        return self._action_type
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether to act deterministically now (``deterministic_eval`` outside training)."""
+        return self.deterministic_eval and not self.is_within_training_step
+
+    def forward(self, batch: TensorDictBase, state: Any = None, **kwargs: Any) -> Batch:
+        """Compute the action for ``batch["obs"]``; return a Batch with ``act``."""
+        raise NotImplementedError
+
+    def map_action(self, act: torch.Tensor | np.ndarray) -> np.ndarray:
+        """Map a raw action (as stored in the buffer) to the environment's action range.
+
+        Continuous spaces: bound to ``[-1, 1]`` (``clip`` or ``tanh``), then, with
+        ``action_scaling``, scale linearly to ``[low, high]``. Identity for discrete spaces.
+
+        >>> from gymnasium.spaces import Box
+        >>> from tdrl.algorithm.modelfree.sac import SACPolicy
+        >>> p = SACPolicy(actor=torch.nn.Linear(1, 2), action_space=Box(-2.0, 2.0, (1,)))
+        >>> p.map_action(np.array([[-1.0], [0.5], [1.0]])).ravel().tolist()
+        [-2.0, 1.0, 2.0]
+        """
+        a = _to_numpy(act)
+        if self._action_type != "continuous":
+            return a
+        if self.action_bound_method == "clip":
+            a = np.clip(a, -1.0, 1.0)
+        elif self.action_bound_method == "tanh":
+            a = np.tanh(a)
+        if self.action_scaling:
+            if self.action_bound_method is None and (a.min() < -1.0 or a.max() > 1.0):
+                raise ValueError(
+                    f"act: action scaling expects raw actions in [-1, 1], "
+                    f"got range [{a.min()}, {a.max()}]"
+                )
+            a = self._low + (self._high - self._low) * (a + 1.0) / 2.0
+        return a
+
+    def map_action_inverse(self, act: torch.Tensor | np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`map_action`: an environment action back to a raw action.
+
+        >>> from gymnasium.spaces import Box
+        >>> from tdrl.algorithm.modelfree.sac import SACPolicy
+        >>> p = SACPolicy(actor=torch.nn.Linear(1, 2), action_space=Box(-2.0, 2.0, (1,)))
+        >>> p.map_action_inverse(np.array([[-2.0], [1.0]])).ravel().tolist()
+        [-1.0, 0.5]
+        """
+        a = _to_numpy(act)
+        if self._action_type != "continuous":
+            return a
+        if self.action_scaling:
+            a = (a - self._low) * self._inv_scale - 1.0
+        if self.action_bound_method == "tanh":
+            a = (np.log(1.0 + a) - np.log(1.0 - a)) / 2.0
+        return a
+
+    def exploration_noise(self, act: Any, batch: TensorDictBase) -> Any:
+        """Add exploration noise to ``act`` (as returned by :meth:`forward`); default: none."""
+        return act
+
+    def add_exploration_noise(self, act: Any, batch: TensorDictBase) -> Any:
+        """Tianshou's name for :meth:`exploration_noise`."""
+        return self.exploration_noise(act, batch)
+
+    def compute_action(
+        self, obs: Any, info: dict[str, Any] | None = None, state: Any = None
+    ) -> np.ndarray | int:
+        """Return the environment action for one (unbatched) observation.
+
+        >>> from gymnasium.spaces import Discrete
+        >>> from tdrl.algorithm.modelfree.dqn import DQNPolicy
+        >>> lin = torch.nn.Linear(2, 3)
+        >>> with torch.no_grad():
+        ...     _ = lin.weight.zero_(); _ = lin.bias.copy_(torch.tensor([0.0, 2.0, 1.0]))
+        >>> DQNPolicy(model=lin, action_space=Discrete(3)).compute_action(np.zeros(2))
+        1
+        """
+        o = torch.as_tensor(np.asarray(obs))[None]
+        if o.is_floating_point():
+            o = o.float()
+        with torch.no_grad():
+            act = self.forward(make_batch({"obs": o}, 1), state=state)["act"]
+        a = self.map_action(act)[0]
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            return int(a)
+        return a
+
+
+class OptimizerFactory:
+    """Create a torch optimizer (and optionally an LR scheduler) for some parameters.
+
+    :param optim_class: the torch optimizer class.
+    :param lr_scheduler: optional ``optimizer -> LRScheduler`` callable.
+    :param kwargs: keyword arguments for ``optim_class`` (``lr`` ...).
+
+    >>> f = OptimizerFactory(torch.optim.SGD, lr=0.1)
+    >>> opt, sched = f.create([torch.nn.Parameter(torch.zeros(1))])
+    >>> type(opt).__name__, sched is None
+    ('SGD', True)
+    """
+
+    def __init__(
+        self,
+        optim_class: type[torch.optim.Optimizer] = torch.optim.Adam,
+        lr_scheduler: Callable[[torch.optim.Optimizer], Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.optim_class = optim_class
+        self.kwargs = kwargs
+        self.lr_scheduler = lr_scheduler
+
+    def with_lr_scheduler(self, fn: Callable[[torch.optim.Optimizer], Any]) -> OptimizerFactory:
+        """Return a copy that also creates the scheduler ``fn(optimizer)``."""
+        return OptimizerFactory(self.optim_class, fn, **self.kwargs)
+
+    def create(self, params: Iterable[torch.Tensor]) -> tuple[torch.optim.Optimizer, Any]:
+        """Return ``(optimizer, lr_scheduler or None)`` for ``params``."""
+        opt = self.optim_class(list(params), **self.kwargs)
+        return opt, (self.lr_scheduler(opt) if self.lr_scheduler is not None else None)
+
+    @staticmethod
+    def coerce(spec: OptimizerFactory | float) -> OptimizerFactory:
+        """Accept a factory or a bare learning rate (Adam)."""
+        if isinstance(spec, OptimizerFactory):
+            return spec
+        if isinstance(spec, int | float):
+            return AdamOptimizerFactory(lr=float(spec))
+        raise TypeError(f"optim: expected an OptimizerFactory or a float lr, got {type(spec)}")
+
+
+class AdamOptimizerFactory(OptimizerFactory):
+    """Adam with the given keyword arguments (``lr=1e-3`` by default).
+
+    >>> AdamOptimizerFactory(lr=3e-4).kwargs["lr"]
+    0.0003
+    """
+
+    def __init__(self, lr: float = 1e-3, **kwargs: Any) -> None:
+        super().__init__(torch.optim.Adam, lr=lr, **kwargs)
+
+
+class GradStep:
+    """An optimizer with optional gradient-norm clipping: ``step(loss)`` does it all.
+
+    :param optim: the wrapped torch optimizer.
+    :param params: the parameters to clip.
+    :param max_grad_norm: clip the global L2 norm of the gradients to this (``None``: off).
+    """
+
+    def __init__(
+        self,
+        optim: torch.optim.Optimizer,
+        params: list[torch.Tensor],
+        max_grad_norm: float | None = None,
+    ) -> None:
+        self.optim = optim
+        self.params = params
+        self.max_grad_norm = max_grad_norm
+
+    def step(self, loss: torch.Tensor) -> None:
+        """Zero the gradients, backpropagate ``loss``, clip, and step."""
+        self.optim.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.max_grad_norm is not None:
+            nn.utils.clip_grad_norm_(self.params, max_norm=self.max_grad_norm, foreach=True)
+        self.optim.step()
+
+
+class Algorithm(LossModule):
+    """Base class of all algorithms: a TorchRL ``LossModule`` that owns its optimizers.
+
+    Subclasses implement :meth:`forward` (``batch -> TensorDict`` of ``loss_*``) and
+    :meth:`_update_with_batch`, and may override :meth:`preprocess`. ``on_policy``
+    selects how :meth:`update` draws data from the buffer.
+
+    :param policy: the acting policy.
+    """
+
+    on_policy: bool = False
+    policy: Policy
+
+    def __init__(self, policy: Policy) -> None:
+        super().__init__()
+        self.policy = policy
+        self.lr_schedulers: list[Any] = []
+        self._grad_steps: list[GradStep] = []
+        self._updaters: list[Any] = []
+        self.n_updates = 0
+
+    # -- optimizers ---------------------------------------------------------------------
+    def _create_optimizer(
+        self,
+        params: nn.Module | Iterable[torch.Tensor],
+        optim: OptimizerFactory | float,
+        max_grad_norm: float | None = None,
+    ) -> GradStep:
+        """Create a :class:`GradStep` (registered for ``state_dict``) for ``params``."""
+        plist = list(params.parameters() if isinstance(params, nn.Module) else params)
+        opt, sched = OptimizerFactory.coerce(optim).create(plist)
+        if sched is not None:
+            self.lr_schedulers.append(sched)
+        gs = GradStep(opt, plist, max_grad_norm)
+        self._grad_steps.append(gs)
+        return gs
+
+    # -- target networks ----------------------------------------------------------------
+    def _add_target(self, module: nn.Module, name: str) -> nn.Module:
+        """Register ``module`` under ``name`` with target parameters; return the target net.
+
+        Uses TorchRL's ``convert_to_functional(create_target_params=True)``: the target
+        parameters live in ``self.target_<name>_params`` (checkpointed buffers) and the
+        returned module computes with them (it shares their storage). Keep the returned
+        module out of the submodules (``self.__dict__[...] = target``) so it stays in eval
+        mode and its tensors are not saved twice. Move the networks to their device
+        before building the algorithm: ``.to()`` afterwards breaks the sharing.
+        """
+        self.convert_to_functional(module, name, create_target_params=True)
+        return make_target_module(module, getattr(self, f"target_{name}_params"))
+
+    def _soft_updater(self, tau: float) -> FastSoftUpdate:
+        upd = FastSoftUpdate(self, tau=tau)
+        self._updaters.append(upd)
+        return upd
+
+    def _hard_updater(self, every: int) -> FastHardUpdate:
+        upd = FastHardUpdate(self, value_network_update_interval=every - 1)
+        self._updaters.append(upd)
+        return upd
+
+    # -- data flow ----------------------------------------------------------------------
+    def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
+        """Add algorithm-specific keys (returns, advantages...) to a sampled batch."""
+        return batch
+
+    def postprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> None:
+        """Write ``|td_error|`` back as priorities when the buffer has ``update_weight``."""
+        if hasattr(buffer, "update_weight") and "td_error" in batch:
+            buffer.update_weight(indices, batch["td_error"].detach().abs())
+
+    def _update_with_batch(
+        self, batch: Batch, batch_size: int | None, repeat: int
+    ) -> dict[str, float]:
+        raise NotImplementedError
+
+    def update(self, buffer: Any, batch_size: int | None, repeat: int = 1) -> dict[str, float]:
+        """Run one update: sample, preprocess, gradient step(s), postprocess.
+
+        Off-policy: ``repeat`` times (sample ``batch_size``, preprocess, one gradient step,
+        postprocess); the last step's stats are returned. On-policy: the whole buffer in
+        ``sample_indices(0)`` order, preprocess, then ``repeat`` epochs of minibatches of
+        ``batch_size`` (``None``: full batch). LR schedulers step once per call.
+        """
+        if buffer is None or len(buffer) == 0:
+            return {}
+        stats: dict[str, float] = {}
+        with within_training_step(self.policy), _train_mode(self):
+            if self.on_policy:
+                indices = buffer.sample_indices(0)
+                batch = self.preprocess(buffer[indices], buffer, indices)
+                stats = self._update_with_batch(batch, batch_size, repeat)
+                self.postprocess(batch, buffer, indices)
+            else:
+                if batch_size is None:
+                    raise ValueError(
+                        "batch_size: expected an int for an off-policy update, got None"
+                    )
+                for _ in range(repeat):
+                    batch, indices = buffer.sample(batch_size)
+                    batch = self.preprocess(batch, buffer, indices)
+                    stats = self._update_with_batch(batch, batch_size, 1)
+                    self.postprocess(batch, buffer, indices)
+        for sched in self.lr_schedulers:
+            sched.step()
+        self.n_updates += 1
+        return stats
+
+    # -- checkpointing ------------------------------------------------------------------
+    def state_dict(
+        self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
+    ) -> Any:  # type: ignore[override]
+        """Module state plus optimizer, scheduler and target-updater states."""
+        d = super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
+        d[prefix + "_optimizers"] = [g.optim.state_dict() for g in self._grad_steps]
+        d[prefix + "_lr_schedulers"] = [s.state_dict() for s in self.lr_schedulers]
+        d[prefix + "_updaters"] = [u.state_dict() for u in self._updaters]
+        d[prefix + "_counters"] = self._counters()
+        return d
+
+    def load_state_dict(  # type: ignore[override]
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> Any:
+        """Inverse of :meth:`state_dict`."""
+        sd = dict(state_dict)
+        for g, s in zip(self._grad_steps, sd.pop("_optimizers", []), strict=True):
+            g.optim.load_state_dict(s)
+        for sc, s in zip(self.lr_schedulers, sd.pop("_lr_schedulers", []), strict=True):
+            sc.load_state_dict(s)
+        for u, s in zip(self._updaters, sd.pop("_updaters", []), strict=True):
+            u.load_state_dict(s)
+        self._load_counters(sd.pop("_counters", {}))
+        return super().load_state_dict(sd, strict=strict, assign=assign)
+
+    def _counters(self) -> dict[str, Any]:
+        return {"n_updates": self.n_updates}
+
+    def _load_counters(self, c: Mapping[str, Any]) -> None:
+        self.n_updates = int(c.get("n_updates", 0))
+
+
+@contextlib.contextmanager
+def _train_mode(module: nn.Module) -> Iterator[None]:
+    was = module.training
+    module.train(True)
+    try:
+        yield
+    finally:
+        module.train(was)

@@ -1,0 +1,322 @@
+"""Return estimators over an episode-aware buffer: GAE / Monte-Carlo and n-step returns.
+
+Both functions follow the partial-episode bootstrapping rules of the design (paper, Table 4):
+the chain of a trajectory is cut at every ``done`` step and at every index in
+``buffer.unfinished_index()``; the bootstrap value V(s') / Q(s') is masked only where the step is
+``terminated``. Truncated and unfinished steps therefore bootstrap from their ``obs_next``.
+
+The buffer only needs the episode API of ``docs/internals.md``: ``next(idx)``,
+``unfinished_index()`` and the columns ``rew``, ``done``, ``terminated`` (torch tensors or numpy
+arrays of length ``maxsize``). Arithmetic runs in float64 numpy, with one conversion per call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["compute_episodic_return", "compute_nstep_return", "discounted_segment_sum"]
+
+ArrayLike = np.ndarray | torch.Tensor
+
+# Largest exponent magnitude used for the in-block rescaling g**j (e**-300 ~ 5e-131 stays far
+# from float64's underflow and its inverse far from overflow).
+_MAX_LOG_SCALE = 300.0
+
+
+def _np(x: Any) -> np.ndarray:
+    """View ``x`` as a numpy array (no copy for CPU tensors and arrays)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _field(batch: Any, key: str) -> Any:
+    """Read ``key`` from a Batch / TensorDict / mapping, raising a clear KeyError."""
+    try:
+        return batch[key]
+    except (KeyError, TypeError, IndexError):
+        raise KeyError(f"batch is missing required key {key!r}") from None
+
+
+def _block_constants(g: float, block: int, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cached per-block weights ``g**-j``, ``g**j`` and ``g**(j+1)``, tiled over ``nb`` blocks."""
+    key = (g, block, nb)
+    consts = _CONST_CACHE.get(key)
+    if consts is None:
+        if len(_CONST_CACHE) >= 32:
+            _CONST_CACHE.clear()
+        w = g ** np.arange(block, dtype=np.float64)
+        consts = (np.tile(1.0 / w, nb), np.tile(w, nb), np.tile(g * w, nb))
+        _CONST_CACHE[key] = consts
+    return consts
+
+
+_CONST_CACHE: dict[tuple[float, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def discounted_segment_sum(a: np.ndarray, end: np.ndarray, g: float) -> np.ndarray:
+    """Solve ``x[i] = a[i] + g * (1 - end[i]) * x[i + 1]`` backwards (``x[n] = 0``), vectorized.
+
+    This is the GAE / discounted-return recursion with the chain cut after every ``end`` step.
+    It runs on the time-reversed sequence ``r``, where it reads ``y[m] = r[m] + g * y[m - 1]``
+    with a reset at each end. The sequence is cut into a few blocks short enough that
+    ``g**-j`` cannot overflow; inside a block ``y[j] = g**j * (P[j] - P[s - 1])`` with ``P`` the
+    cumulative sum of ``g**-j * r[j]`` and ``s`` the start of ``j``'s run. A block's first run
+    then takes the previous block's last value with weight ``g**(j+1)``; that value depends on
+    the block before only through ``g**B <= e**-600``, below float64 resolution, so one level
+    of carry is exact. About ten array operations, no Python loop over elements.
+
+    :param a: float array of per-step terms (e.g. TD errors), shape ``(n,)``.
+    :param end: bool array, shape ``(n,)``; ``True`` cuts the chain after that step.
+    :param g: the per-step discount in ``[0, 1]`` (``gamma * lambda`` for GAE).
+    :return: float64 array ``x`` of shape ``(n,)``.
+
+    >>> discounted_segment_sum(np.array([1.0, 1.0, 1.0, 1.0]),
+    ...                        np.array([False, True, False, False]), 0.5)
+    array([1.5, 1. , 1.5, 1. ])
+    """
+    a = np.asarray(a).reshape(-1)
+    end = np.asarray(end, dtype=bool).reshape(-1)
+    n = a.shape[0]
+    if end.shape[0] != n:
+        raise ValueError(f"end: expected {n} flags (one per element of a), got {end.shape[0]}")
+    if not 0.0 <= g <= 1.0:
+        raise ValueError(f"g: expected a discount in [0, 1], got {g}")
+    if n == 0 or g == 0.0:
+        return a.astype(np.float64)
+    bmax = n if g == 1.0 else max(1, int(_MAX_LOG_SCALE / -math.log(g)))
+    nb = -(-n // bmax)
+    block = -(-n // nb)
+    size = nb * block
+    w_neg, w_pos, w_carry = _block_constants(g, block, nb)
+    # reversed, rescaled terms; padding (a zero tail in reversed time) changes nothing
+    y = np.empty(size)
+    np.multiply(a[::-1], w_neg[:n], out=y[:n])
+    y[n:] = 0.0
+    prefix = torch.from_numpy(y).view(nb, block).cumsum(1).numpy().reshape(-1)
+    # runs start at every reset (an end, in reversed time) and at every block start
+    starts = np.empty(size, dtype=bool)
+    starts[:n] = end[::-1]
+    starts[n:] = False
+    reset_at = starts[::block].copy()
+    starts[::block] = True
+    run_start = np.flatnonzero(starts)
+    lengths = np.diff(run_start, append=size)
+    at_block_start = run_start % block == 0
+    before = np.where(at_block_start, 0.0, prefix[run_start - 1])
+    out = np.empty(size)
+    np.subtract(prefix, np.repeat(before, lengths), out=out)
+    out *= w_pos
+    if nb > 1:
+        # the first run of block b > 0, unless it starts with a reset, continues block b - 1
+        head = at_block_start & (run_start > 0)
+        head[head] = ~reset_at[run_start[head] // block]
+        carry = np.where(head, out[run_start - 1], 0.0)
+        out += np.repeat(carry, lengths) * w_carry
+    x = np.empty(n)
+    x[::-1] = out[:n]
+    return x
+
+
+def _flat_values(name: str, v: ArrayLike, size: int) -> np.ndarray:
+    """``v`` as a flat numpy array of ``size`` numbers (dtype kept), or a clear error."""
+    arr = _np(v).reshape(-1)
+    if arr.shape[0] != size:
+        raise ValueError(
+            f"{name}: expected {size} values (one per index), got shape {tuple(v.shape)}"
+        )
+    return arr
+
+
+def compute_episodic_return(
+    batch: Any,
+    buffer: Any,
+    indices: ArrayLike,
+    v_s_: ArrayLike | None = None,
+    v_s: ArrayLike | None = None,
+    gamma: float = 0.99,
+    gae_lambda: float = 0.95,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Compute GAE advantages and returns (``adv + V(s)``) over ``batch = buffer[indices]``.
+
+    ``indices`` must be chronological inside each episode (``buffer.sample_indices(0)`` order).
+    The chain is cut at ``terminated | truncated`` and at ``buffer.unfinished_index()``;
+    ``V(s')`` is zeroed where ``batch["terminated"]`` (Tianshou reads the same flags from
+    ``buffer.terminated[indices]``; they agree because ``batch`` is ``buffer[indices]``).
+
+    tdrl deviation from Tianshou: ``v_s`` is never inferred by rolling ``v_s_``. Pass both, or
+    pass neither with ``gae_lambda=1`` for the Monte-Carlo discounted return (``V = 0``).
+
+    :param batch: a Batch / TensorDict / mapping with ``rew``, ``terminated``, ``truncated``.
+    :param buffer: the buffer ``batch`` was read from (episode API of ``docs/internals.md``).
+    :param indices: the buffer indices of ``batch``'s rows.
+    :param v_s_: V(obs_next) per row, any shape with ``len(indices)`` elements, or ``None``.
+    :param v_s: V(obs) per row; ``None`` only together with ``v_s_=None`` (then ``V(s) = 0``).
+    :param gamma: discount factor in ``[0, 1]``.
+    :param gae_lambda: GAE lambda in ``[0, 1]``.
+    :return: ``(returns, advantages)``, 1-d torch tensors with the dtype and device of ``v_s_``
+        (or ``v_s``, else the default float dtype).
+
+    >>> class Buf:  # a 3-step buffer whose last episode is still open
+    ...     done = terminated = np.array([False, True, False])
+    ...     def unfinished_index(self): return np.array([2])
+    >>> b = {"rew": torch.ones(3), "terminated": torch.tensor([False, True, False]),
+    ...      "truncated": torch.zeros(3, dtype=torch.bool)}
+    >>> ret, adv = compute_episodic_return(b, Buf(), np.arange(3), gamma=0.5, gae_lambda=1.0)
+    >>> ret
+    tensor([1.5000, 1.0000, 1.0000])
+    """
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
+    if not 0.0 <= gae_lambda <= 1.0:
+        raise ValueError(f"gae_lambda: expected a value in [0, 1], got {gae_lambda}")
+    idx = _np(indices).astype(np.int64, copy=False).reshape(-1)
+    n = idx.shape[0]
+    rew = _flat_values("rew", _field(batch, "rew"), n)
+    term = _np(_field(batch, "terminated")).reshape(-1)
+    end = term | _np(_field(batch, "truncated")).reshape(-1)
+    if end.shape[0] != n:
+        raise ValueError(f"terminated/truncated: expected {n} flags, got {end.shape[0]}")
+    if v_s_ is None:
+        if not math.isclose(gae_lambda, 1.0):
+            raise ValueError(
+                f"v_s_: expected V(s') values when gae_lambda != 1 (got gae_lambda={gae_lambda} "
+                "and v_s_=None); v_s_=None means the Monte-Carlo return and needs gae_lambda=1"
+            )
+        if v_s is not None:
+            vs = _flat_values("v_s", v_s, n)
+            delta = np.subtract(rew, vs, dtype=np.float64)
+        else:
+            vs, delta = None, rew.astype(np.float64)
+    else:
+        if v_s is None:
+            raise ValueError(
+                "v_s: expected V(s) values together with v_s_ (got v_s=None); tdrl never "
+                "infers V(s) by rolling V(s')"
+            )
+        vs = _flat_values("v_s", v_s, n)
+        # delta = r + gamma * V(s') * ~terminated - V(s), in one float64 buffer
+        delta = np.multiply(_flat_values("v_s_", v_s_, n), gamma, dtype=np.float64)
+        delta[term] = 0.0
+        delta += rew
+        delta -= vs
+    unfinished = _unfinished_mask(buffer, idx)
+    if unfinished is not None:
+        end |= unfinished
+    adv = discounted_segment_sum(delta, end, gamma * gae_lambda)
+    ret = adv + vs if vs is not None else adv
+    ref = v_s_ if v_s_ is not None else v_s
+    if isinstance(ref, torch.Tensor) and ref.is_floating_point():
+        dtype, device = ref.dtype, ref.device
+    elif isinstance(ref, np.ndarray) and np.issubdtype(ref.dtype, np.floating):
+        dtype, device = torch.from_numpy(ref[:0]).dtype, torch.device("cpu")
+    else:
+        dtype, device = torch.get_default_dtype(), torch.device("cpu")
+    return (
+        torch.from_numpy(ret).to(device=device, dtype=dtype),
+        torch.from_numpy(adv).to(device=device, dtype=dtype),
+    )
+
+
+def _unfinished_mask(buffer: Any, index: np.ndarray) -> np.ndarray | None:
+    """``np.isin(index, buffer.unfinished_index())`` by a mark-and-gather (None if none open)."""
+    unfinished = _np(buffer.unfinished_index())
+    if unfinished.size == 0:
+        return None
+    mark = np.zeros(_np(buffer.done).shape[0], dtype=bool)
+    mark[unfinished] = True
+    return mark[index]
+
+
+def compute_nstep_return(
+    batch: Any,
+    buffer: Any,
+    indices: ArrayLike,
+    target_q_fn: Callable[[Any, np.ndarray], torch.Tensor],
+    gamma: float = 0.99,
+    n_step: int = 1,
+) -> Any:
+    r"""Set ``batch["returns"]`` to the n-step return bootstrapped with ``target_q_fn``.
+
+    .. math::
+        G_t = \sum_{i=t}^{t+k-1} \gamma^{i-t} r_i + \gamma^{k} (1 - \mathrm{term}_{t+k-1})
+        Q_{\mathrm{target}}(s_{t+k})
+
+    where ``k <= n_step`` stops early at the first ``done`` or unfinished step. The rows reached
+    after ``n_step - 1`` calls of ``buffer.next`` are passed to ``target_q_fn(buffer, idx)``,
+    which must return Q of ``buffer[idx].obs_next`` (shape ``(I,)`` or ``(I, A)``); it runs
+    under ``torch.no_grad``. Vectorized over the batch, with a loop over ``n_step`` only.
+
+    :param batch: a Batch / TensorDict / dict equal to ``buffer[indices]``; it gets ``returns``
+        (shape ``(I, A)``, dtype and device of the target Q) and, if present, ``weight`` is cast
+        to the target Q's dtype.
+    :param buffer: the buffer (``next``, ``unfinished_index``, columns ``rew``, ``done``,
+        ``terminated``).
+    :param indices: the buffer indices of ``batch``'s rows.
+    :param target_q_fn: ``(buffer, indices) -> Q(obs_next)``.
+    :param gamma: discount factor in ``[0, 1]``.
+    :param n_step: number of steps, ``>= 1``.
+    :return: ``batch``, with ``returns`` set.
+
+    >>> class Buf:  # steps 0, 1, 2 of one episode that terminates at step 2
+    ...     rew = np.array([1.0, 1.0, 1.0]); done = np.array([False, False, True])
+    ...     terminated = done
+    ...     def next(self, i): return np.minimum(i + 1, 2)
+    ...     def unfinished_index(self): return np.array([], dtype=np.int64)
+    >>> out = compute_nstep_return({}, Buf(), np.array([0, 1, 2]),
+    ...                            lambda buf, i: torch.full((len(i),), 10.0), 0.5, n_step=2)
+    >>> out["returns"].flatten()
+    tensor([4.0000, 1.5000, 1.0000])
+    """
+    if not isinstance(n_step, int) or n_step < 1:
+        raise ValueError(f"n_step: expected an int >= 1, got {n_step!r}")
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
+    idx = _np(indices).astype(np.int64, copy=False).reshape(-1)
+    batch_size = getattr(batch, "batch_size", None)
+    if batch_size is not None and len(batch_size) > 0 and batch_size[0] != idx.shape[0]:
+        raise ValueError(
+            f"indices: expected {batch_size[0]} indices (len(batch)), got {idx.shape[0]}"
+        )
+    n_idx = idx.shape[0]
+    stacked = np.empty((n_step, n_idx), dtype=np.int64)
+    stacked[0] = idx
+    for k in range(1, n_step):
+        stacked[k] = _np(buffer.next(stacked[k - 1]))
+    last = stacked[-1]
+    with torch.no_grad():
+        target_q = target_q_fn(buffer, last)
+    if not isinstance(target_q, torch.Tensor):
+        target_q = torch.as_tensor(target_q)
+    if target_q.dim() == 0 or target_q.shape[0] != n_idx:
+        raise ValueError(
+            f"target_q_fn: expected a leading dimension of {n_idx} (one row per index), "
+            f"got shape {tuple(target_q.shape)}"
+        )
+    tq = _np(target_q).reshape(n_idx, math.prod(target_q.shape[1:])).astype(np.float64)
+    tq = tq * ~_np(buffer.terminated)[last].reshape(-1, 1)
+    end = _np(buffer.done)[stacked]
+    unfinished = _unfinished_mask(buffer, stacked)
+    if unfinished is not None:
+        end |= unfinished
+    rew = _np(buffer.rew)
+    ret = np.zeros(n_idx)
+    steps = np.full(n_idx, n_step)
+    for k in range(n_step - 1, -1, -1):
+        stop = end[k]
+        steps[stop] = k + 1
+        ret[stop] = 0.0
+        ret = rew[stacked[k]] + gamma * ret
+    out = tq * (gamma**steps)[:, None] + ret[:, None]
+    returns = torch.from_numpy(out).to(device=target_q.device, dtype=target_q.dtype)
+    batch["returns"] = returns
+    if "weight" in batch:
+        batch["weight"] = torch.as_tensor(_np(batch["weight"])).to(
+            device=target_q.device, dtype=target_q.dtype
+        )
+    return batch

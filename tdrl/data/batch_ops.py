@@ -1,0 +1,233 @@
+"""Helpers behind :class:`tdrl.data.batch.Batch`: value conversion and batch-size inference.
+
+Conversion policy (the dtype policy of :class:`~tdrl.data.batch.Batch`):
+
+* ``torch.Tensor`` entries are stored as given (no copy unless ``copy=True``).
+* Numeric and bool ``numpy`` arrays become tensors that share memory with the array
+  (``torch.from_numpy``); the dtype is kept (float64 stays float64). Read-only or
+  negatively strided arrays are copied first.
+* Python scalars and (nested) lists/tuples of numbers are converted as numpy would:
+  ``int -> int64``, ``float -> float64``, ``bool -> bool``. This matches Tianshou, which
+  stores ``np.asarray(value)``; it differs from plain TensorDict, which makes floats float32.
+* A list/tuple whose items are all tensors is stacked with ``torch.stack``.
+* A list/tuple/object array whose items are all mappings (dicts, Batches, TensorDicts) is
+  stacked into a nested Batch (one sample per item).
+* Anything else (strings, ``None``, arbitrary objects, mixed lists, object or string arrays)
+  is non-tensor data. Sequences of such objects are split along the batch dimensions
+  (``NonTensorStack``); single objects are shared by every sample (``NonTensorData``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import NonTensorData, NonTensorStack, TensorDictBase
+
+__all__ = [
+    "NUMERIC_KINDS",
+    "ObjectEntry",
+    "batch_repr",
+    "common_prefix",
+    "convert_value",
+    "entry_shape",
+    "from_numpy",
+    "object_array",
+    "wrap_object",
+]
+
+NUMERIC_KINDS = frozenset("biufc")
+_SCALAR_DTYPES: dict[type, torch.dtype] = {
+    bool: torch.bool,
+    int: torch.int64,
+    float: torch.float64,
+    complex: torch.complex128,
+}
+
+
+class ObjectEntry:
+    """Non-tensor data waiting for the batch size: ``shape`` is ``None`` for one object."""
+
+    __slots__ = ("shape", "value")
+
+    def __init__(self, value: Any, shape: tuple[int, ...] | None) -> None:
+        self.value = value
+        self.shape = shape
+
+
+def from_numpy(arr: np.ndarray) -> torch.Tensor:
+    """Tensor sharing ``arr``'s memory; read-only or negatively strided arrays are copied."""
+    if arr.flags.writeable:
+        try:
+            return torch.from_numpy(arr)
+        except ValueError:  # negative strides
+            pass
+    return torch.from_numpy(np.array(arr))
+
+
+def _object_array(seq: Any) -> np.ndarray:
+    """Build an object array from a sequence without numpy's ragged-shape errors."""
+    try:
+        arr = np.asarray(seq)
+    except ValueError:
+        arr = np.empty(len(seq), dtype=object)
+        for i, item in enumerate(seq):
+            arr[i] = item
+    return arr if arr.dtype == object else arr.astype(object)
+
+
+def _is_mapping(value: Any) -> bool:
+    return isinstance(value, (Mapping, TensorDictBase))
+
+
+def convert_value(value: Any, cls: Any, copy: bool = False) -> Any:
+    """Convert one constructor/assignment value to a tensor, a ``cls`` Batch or an ObjectEntry.
+
+    Args:
+        value: the user's value.
+        cls: the Batch class, used for nested mappings.
+        copy: deep-copy tensors and arrays instead of sharing memory.
+
+    Returns:
+        a ``torch.Tensor``, an instance of ``cls``, or an :class:`ObjectEntry`.
+    """
+    vtype = type(value)
+    if vtype is ObjectEntry:
+        return value
+    if vtype is torch.Tensor or isinstance(value, torch.Tensor):
+        return value.clone() if copy else value
+    if isinstance(value, cls):
+        return value.clone() if copy else value  # type: ignore[attr-defined]
+    if isinstance(value, np.ndarray):
+        kind = value.dtype.kind
+        if kind in NUMERIC_KINDS:
+            return torch.from_numpy(np.array(value)) if copy else from_numpy(value)
+        if kind == "O" and value.size > 0 and value.ndim == 1:
+            items = value.tolist()
+            if all(_is_mapping(x) for x in items):
+                return cls.stack([cls(x) for x in items])
+        arr = value.astype(object) if kind != "O" else (value.copy() if copy else value)
+        return ObjectEntry(arr, tuple(arr.shape))
+    if vtype in _SCALAR_DTYPES:
+        return torch.tensor(value, dtype=_SCALAR_DTYPES[vtype])
+    if isinstance(value, np.generic):
+        if value.dtype.kind in NUMERIC_KINDS:
+            return torch.from_numpy(np.array(value))
+        return ObjectEntry(value, None)
+    if isinstance(value, TensorDictBase):
+        return cls.from_tensordict(value.clone() if copy else value)
+    if isinstance(value, Mapping):
+        return cls(dict(value), copy=copy)
+    if isinstance(value, (list, tuple)):
+        if len(value) > 0:
+            if all(isinstance(x, torch.Tensor) for x in value):
+                return torch.stack(list(value))
+            if all(_is_mapping(x) for x in value):
+                return cls.stack([x if isinstance(x, cls) else cls(x) for x in value])
+        try:
+            arr = np.asarray(value)
+        except ValueError:
+            arr = _object_array(value)
+        if arr.dtype.kind in NUMERIC_KINDS:
+            return torch.from_numpy(arr)
+        arr = arr if arr.dtype == object else arr.astype(object)
+        return ObjectEntry(arr, tuple(arr.shape))
+    if isinstance(value, (NonTensorData, NonTensorStack)):
+        return value
+    return ObjectEntry(value, None)
+
+
+def entry_shape(value: Any) -> tuple[int, ...] | None:
+    """Shape that constrains the batch size, or ``None`` for entries that adapt to any size."""
+    if isinstance(value, torch.Tensor):
+        return tuple(value.shape)
+    if isinstance(value, ObjectEntry):
+        return value.shape
+    if isinstance(value, (NonTensorData, NonTensorStack)):
+        return tuple(value.batch_size) if isinstance(value, NonTensorStack) else None
+    if isinstance(value, TensorDictBase):
+        if value.is_empty() and not value.keys():
+            return None
+        return tuple(value.batch_size)
+    return None
+
+
+def common_prefix(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """Longest run of leading dimensions on which every shape agrees."""
+    if not shapes:
+        return ()
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return tuple(first)
+    n = min(len(s) for s in shapes)
+    out: list[int] = []
+    for d in range(n):
+        size = first[d]
+        if any(s[d] != size for s in shapes):
+            break
+        out.append(size)
+    return tuple(out)
+
+
+def _build_stack(arr: np.ndarray, batch_size: tuple[int, ...]) -> NonTensorStack:
+    if len(batch_size) == 1:
+        return NonTensorStack(*(NonTensorData(data=x, batch_size=[]) for x in arr))
+    return NonTensorStack(*(_build_stack(arr[i], batch_size[1:]) for i in range(batch_size[0])))
+
+
+def wrap_object(entry: ObjectEntry, batch_size: torch.Size) -> NonTensorData | NonTensorStack:
+    """Wrap non-tensor data for a Batch of ``batch_size``: split over the batch dims if batched."""
+    if entry.shape is None or len(batch_size) == 0:
+        return NonTensorData(data=entry.value, batch_size=batch_size)
+    arr = entry.value
+    nb = len(batch_size)
+    if arr.ndim > nb:
+        # keep the trailing dims of each sample together as one object array
+        flat = np.empty(arr.shape[:nb], dtype=object)
+        for idx in np.ndindex(*arr.shape[:nb]):
+            flat[idx] = arr[idx]
+        arr = flat
+    return _build_stack(arr, tuple(batch_size))
+
+
+def object_array(value: Any, batch_size: Sequence[int]) -> np.ndarray:
+    """Non-tensor entry ``value`` of a Batch of ``batch_size`` as an object array of that shape."""
+    shape = tuple(batch_size)
+    if isinstance(value, NonTensorStack):
+        items = value.tolist()
+        arr = np.empty(shape, dtype=object)
+        for idx in np.ndindex(*shape):
+            item = items
+            for i in idx:
+                item = item[i]
+            arr[idx] = item
+        return arr
+    data = value.data if isinstance(value, NonTensorData) else value
+    arr = np.empty(shape, dtype=object)
+    for idx in np.ndindex(*shape):
+        arr[idx] = data
+    return arr
+
+
+def _value_repr(value: Any) -> str:
+    if isinstance(value, NonTensorData):
+        return repr(value.data)
+    if isinstance(value, NonTensorStack):
+        return repr(object_array(value, value.batch_size))
+    if isinstance(value, TensorDictBase) and not isinstance(value, torch.Tensor):
+        return batch_repr(value)
+    return repr(value)
+
+
+def batch_repr(batch: TensorDictBase) -> str:
+    """Tianshou-style repr: ``Batch(`` then one ``key: value,`` line per entry, then ``)``."""
+    name = type(batch).__name__
+    lines = []
+    for key, value in batch.items():
+        text = _value_repr(value).replace("\n", "\n" + " " * (4 + len(key) + 2))
+        lines.append(f"    {key}: {text},")
+    if not lines:
+        return f"{name}()"
+    return f"{name}(\n" + "\n".join(lines) + "\n)"

@@ -1,0 +1,153 @@
+"""Persistence and maintenance helpers for tdrl buffers: HDF5, ``from_data``, NaN handling.
+
+Pickle, ``state_dict``/``load_state_dict`` and TorchRL ``dumps``/``loads`` go through the
+storage (:mod:`tdrl.data.buffer.storage`); this module holds the HDF5 format::
+
+    /columns/<dotted.key>   one dataset per column (length maxsize)
+    /meta/<name>            cursor, lengths, last_index, ep_return, ep_len, ep_start
+    attrs: class, config (JSON constructor kwargs), rng_state
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from tdrl.data.buffer.schema import Key, flatten_batch
+from tdrl.data.buffer.storage import EpisodeStorage
+
+_META = ("cursor", "lengths", "last_index", "ep_return", "ep_len", "ep_start")
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError as err:  # pragma: no cover - h5py is an optional dependency
+        raise ImportError("HDF5 persistence needs h5py: pip install 'tdrl[hdf5]'") from err
+    return h5py
+
+
+def save_hdf5(buf: Any, path: str | os.PathLike[str], compression: str | None = None) -> None:
+    """Write ``buf`` (data, bookkeeping, options, generator state) to ``path``."""
+    h5py = _h5py()
+    st: EpisodeStorage = buf._storage
+    with h5py.File(os.fspath(path), "w") as f:
+        f.attrs["class"] = type(buf).__name__
+        f.attrs["config"] = json.dumps(buf._constructor_kwargs())
+        f.attrs["rng_state"] = buf.generator.get_state().numpy()
+        cols = f.create_group("columns")
+        for key, col in st.columns.items():
+            cols.create_dataset(".".join(key), data=col.cpu().numpy(), compression=compression)
+        meta = f.create_group("meta")
+        state = st.meta_state()
+        for name in _META:
+            meta.create_dataset(name, data=state[name])
+        meta.attrs["max_size"] = st.max_size
+        meta.attrs["num_rings"] = st.num_rings
+
+
+def load_hdf5(cls: Any, path: str | os.PathLike[str], device: str | None = None) -> Any:
+    """Rebuild a buffer of class ``cls`` from a file written by :func:`save_hdf5`."""
+    h5py = _h5py()
+    with h5py.File(os.fspath(path), "r") as f:
+        config = json.loads(f.attrs["config"])
+        if device is not None:
+            config["device"] = device
+        buf = cls(**config)
+        columns = {tuple(name.split(".")): ds[()] for name, ds in f["columns"].items()}
+        meta = {name: f["meta"][name][()] for name in _META}
+        meta["max_size"] = int(f["meta"].attrs["max_size"])
+        meta["num_rings"] = int(f["meta"].attrs["num_rings"])
+        rng_state = np.asarray(f.attrs["rng_state"], dtype=np.uint8)
+    buf._storage.load_columns(columns)
+    buf._storage.load_meta_state(meta)
+    buf.generator.set_state(torch.from_numpy(rng_state.copy()))
+    return buf
+
+
+def from_data(
+    cls: Any,
+    obs: Any,
+    act: Any,
+    rew: Any,
+    terminated: Any,
+    truncated: Any,
+    done: Any,
+    obs_next: Any,
+) -> Any:
+    """A full ``cls`` buffer holding the given arrays (or h5py datasets) in order.
+
+    ``done`` is stored as ``done | terminated | truncated``; unlike Tianshou, the newest
+    index is the last row, so ``next``/``prev``/``unfinished_index`` are meaningful.
+
+    Example:
+        >>> from tdrl.data.buffer import ReplayBuffer
+        >>> z = np.zeros(4, dtype=bool)
+        >>> buf = ReplayBuffer.from_data(np.arange(4), np.arange(4), np.ones(4),
+        ...                              np.array([0, 1, 0, 0], bool), z, z, np.arange(1, 5))
+        >>> len(buf), buf.next(np.arange(4)).tolist(), buf.unfinished_index().tolist()
+        (4, [1, 1, 3, 3], [3])
+    """
+    parts = {
+        "obs": obs,
+        "act": act,
+        "rew": rew,
+        "terminated": terminated,
+        "truncated": truncated,
+        "done": done,
+        "obs_next": obs_next,
+    }
+    leaves = flatten_batch(parts)
+    size = len(leaves[("obs",)]) if ("obs",) in leaves else len(next(iter(leaves.values())))
+    for key, arr in leaves.items():
+        if arr.ndim == 0 or arr.shape[0] != size:
+            raise ValueError(
+                f"{'.'.join(key)}: expected length {size} (= len(obs)), got shape {arr.shape}"
+            )
+    buf = cls(max(size, 1))
+    if size == 0:
+        return buf
+    flags = np.zeros(size, dtype=bool)
+    for name in ("terminated", "truncated", "done"):
+        flag = leaves.pop((name,)).astype(bool).reshape(size)
+        flags |= flag
+        if name != "done":
+            leaves[(name,)] = flag
+    rew_arr = leaves[("rew",)]
+    if rew_arr.dtype.kind != "f":
+        leaves[("rew",)] = rew_arr.astype(np.float64)
+    buf._storage.write_sequence(0, leaves, flags, leaves[("rew",)])
+    return buf
+
+
+def nan_rows(st: EpisodeStorage, idx: np.ndarray) -> np.ndarray:
+    """Bool mask over ``idx``: rows holding a NaN in any floating column."""
+    bad = np.zeros(len(idx), dtype=bool)
+    for col in st.columns.values():
+        if col.is_floating_point():
+            vals = col[torch.as_tensor(idx, device=col.device)].cpu().numpy()
+            bad |= np.isnan(vals.reshape(len(idx), -1)).any(-1)
+    return bad
+
+
+def dropnull(st: EpisodeStorage) -> None:
+    """Drop NaN-holding rows from every ring and compact the remaining rows in order."""
+    new_cols: dict[Key, np.ndarray] = {k: v.cpu().numpy().copy() for k, v in st.columns.items()}
+    for ring in range(st.num_rings):
+        n, c, off = int(st.lengths[ring]), int(st.cursor[ring]), int(st.offsets[ring])
+        local = np.arange(n) if n < st.ring_size else (c + np.arange(n)) % st.ring_size
+        idx = local + off
+        keep = idx[~nan_rows(st, idx)]
+        m = len(keep)
+        for key, col in st.columns.items():
+            src = col.cpu().numpy()
+            new_cols[key][off : off + m] = src[keep]
+        st.lengths[ring] = m
+        st.cursor[ring] = m % st.ring_size
+        st.last_index[ring] = off + max(m - 1, 0)
+    for key, arr in new_cols.items():
+        st.columns[key].copy_(torch.from_numpy(arr))

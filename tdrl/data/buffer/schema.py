@@ -1,0 +1,162 @@
+"""Input normalisation and validation for buffer writes.
+
+A batch handed to ``add`` (a ``Batch``/``TensorDict`` or a nested mapping of numpy arrays,
+tensors or scalars) is flattened once into ``{key_tuple: np.ndarray}``; validation is a
+handful of cheap shape/dtype comparisons against the allocated columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase, is_non_tensor
+
+Key = tuple[str, ...]
+
+RESERVED_KEYS = (
+    "obs",
+    "act",
+    "rew",
+    "terminated",
+    "truncated",
+    "done",
+    "obs_next",
+    "info",
+    "policy",
+)
+REQUIRED_KEYS = ("obs", "act", "rew", "terminated", "truncated")
+
+
+def to_numpy(key: Key, value: Any) -> np.ndarray | None:
+    """Convert one leaf to numpy; ``None`` for non-numeric leaves under ``info``.
+
+    Example:
+        >>> to_numpy(("rew",), 1.5)
+        array(1.5)
+        >>> to_numpy(("info", "name"), "abc") is None
+        True
+    """
+    if isinstance(value, torch.Tensor):
+        arr = value.detach().cpu().numpy()
+    elif isinstance(value, np.ndarray):
+        arr = value
+    else:
+        arr = np.asarray(value)
+    if arr.dtype.kind not in "biufc":
+        if key[0] == "info":
+            return None
+        raise TypeError(
+            f"{'.'.join(key)}: expected a numeric or boolean array, got dtype {arr.dtype}"
+        )
+    return arr
+
+
+def _flatten_mapping(prefix: Key, data: Mapping[str, Any], out: dict[Key, np.ndarray]) -> None:
+    for name, value in data.items():
+        key = (*prefix, name)
+        tp = type(value)
+        if tp is np.ndarray and value.dtype.kind in "biuf":
+            out[key] = value
+        elif tp is dict:
+            _flatten_mapping(key, value, out)
+        elif isinstance(value, TensorDictBase):
+            _flatten_td_into(key, value, out)
+        elif isinstance(value, Mapping):
+            _flatten_mapping(key, value, out)
+        elif value is not None:
+            arr = to_numpy(key, value)
+            if arr is not None:
+                out[key] = arr
+
+
+def _flatten_td_into(prefix: Key, td: TensorDictBase, out: dict[Key, np.ndarray]) -> None:
+    if isinstance(td, TensorDict):
+        for name, value in td._tensordict.items():
+            key = (*prefix, name)
+            if type(value) is torch.Tensor and value.device.type == "cpu":
+                arr = value.numpy() if not value.requires_grad else value.detach().numpy()
+                out[key] = arr if arr.dtype.kind in "biufc" else to_numpy(key, arr)
+            elif isinstance(value, TensorDictBase) and not is_non_tensor(value):
+                _flatten_td_into(key, value, out)
+            elif isinstance(value, torch.Tensor):
+                out[key] = to_numpy(key, value)  # type: ignore[assignment]
+            elif key[0] != "info":
+                raise TypeError(f"{'.'.join(key)}: expected a tensor, got {type(value).__name__}")
+        return
+    for name, value in td.items(include_nested=True, leaves_only=True):
+        key = (*prefix, name) if isinstance(name, str) else (*prefix, *name)
+        if isinstance(value, torch.Tensor):
+            arr = to_numpy(key, value)
+        elif key[0] == "info" or (prefix and prefix[0] == "info"):
+            arr = None
+        else:
+            raise TypeError(f"{'.'.join(key)}: expected a tensor, got {type(value).__name__}")
+        if arr is not None:
+            out[key] = arr
+
+
+def flatten_td(td: TensorDictBase) -> dict[Key, np.ndarray]:
+    """Flatten a TensorDict into ``{key_tuple: array}`` (non-tensor ``info`` leaves dropped).
+
+    Example:
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"obs": {"id": torch.zeros(2)}, "act": torch.ones(2)}, [2])
+        >>> sorted(flatten_td(td))
+        [('act',), ('obs', 'id')]
+    """
+    out: dict[Key, np.ndarray] = {}
+    _flatten_td_into((), td, out)
+    return out
+
+
+def flatten_batch(batch: Any) -> dict[Key, np.ndarray]:
+    """Flatten a Batch/TensorDict or nested mapping into ``{key_tuple: np.ndarray}``.
+
+    Example:
+        >>> leaves = flatten_batch({"obs": {"id": 1}, "rew": 0.5, "info": {}})
+        >>> {k: v.tolist() for k, v in leaves.items()}
+        {('obs', 'id'): 1, ('rew',): 0.5}
+    """
+    out: dict[Key, np.ndarray] = {}
+    if isinstance(batch, TensorDictBase):
+        _flatten_td_into((), batch, out)
+    elif isinstance(batch, Mapping):
+        _flatten_mapping((), batch, out)
+    else:
+        raise TypeError(
+            f"batch: expected a Batch, TensorDict or mapping, got {type(batch).__name__}"
+        )
+    return out
+
+
+def top_keys(leaves: dict[Key, np.ndarray]) -> set[str]:
+    """First components of the leaf keys."""
+    return {k[0] for k in leaves}
+
+
+def check_leaf(key: Key, arr: np.ndarray, col: Any) -> None:
+    """Raise if ``arr`` (rows) cannot be written into column ``col``.
+
+    Example:
+        >>> check_leaf(("obs",), np.zeros((2, 3)), np.zeros((10, 4)))
+        Traceback (most recent call last):
+        ...
+        ValueError: obs: expected per-transition shape (4,), got (3,)
+    """
+    tail = tuple(col.shape[1:])
+    if tuple(arr.shape[1:]) != tail:
+        raise ValueError(
+            f"{'.'.join(key)}: expected per-transition shape {tail}, got {tuple(arr.shape[1:])}"
+        )
+    cdt = col.dtype if isinstance(col, np.ndarray) else _np_dtype(col.dtype)
+    if arr.dtype != cdt:
+        rule = "same_kind" if key == ("rew",) else "safe"
+        if not np.can_cast(arr.dtype, cdt, rule):
+            raise ValueError(f"{'.'.join(key)}: expected dtype {cdt}, got {arr.dtype}")
+
+
+def _np_dtype(dtype: torch.dtype) -> np.dtype:
+    return torch.empty(0, dtype=dtype).numpy().dtype

@@ -1,0 +1,431 @@
+"""Collectors: run a policy in vector environments and store the transitions in a buffer.
+
+Semantics follow Tianshou's ``Collector``: ``collect(n_step=...)`` steps every env until at
+least ``n_step`` transitions were gathered (``ceil(n_step / N) * N``) and carries open
+episodes over to the next call; ``collect(n_episode=...)`` gathers exactly ``n_episode``
+episodes, spreading the last ones evenly over the envs, then resets every env.
+
+The hot loop works on preallocated numpy arrays: one numpy -> torch conversion for the
+policy input, one torch -> numpy conversion for the action, one vectorized ``buffer.add``
+per vector step, and the policy runs under ``torch.inference_mode()``.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tdrl.data.batch import Batch
+from tdrl.data.stats import CollectStats
+from tdrl.data.tree import (
+    Tree,
+    stack_infos,
+    tree_assign,
+    tree_copy,
+    tree_index,
+    tree_to_numpy,
+    tree_to_torch,
+)
+from tdrl.env import BaseVectorEnv, DummyVectorEnv, make_vector_env
+
+DEFAULT_BUFFER_SIZE_PER_ENV = 10_000
+
+
+def _as_vector_env(env: Any) -> BaseVectorEnv:
+    if isinstance(env, BaseVectorEnv):
+        return env
+    if isinstance(env, gym.Env):
+        warnings.warn(
+            "Collector got a single gymnasium.Env; wrapping it in a DummyVectorEnv.",
+            stacklevel=3,
+        )
+        return DummyVectorEnv([lambda: env])
+    return make_vector_env(env)
+
+
+def _buffer_num(buffer: Any) -> int:
+    """Number of sub-buffers an env can be routed to (Tianshou's rule)."""
+    cached = getattr(buffer, "cached_buffer_num", None)
+    if cached is not None:
+        return int(cached)
+    return int(getattr(buffer, "buffer_num", 1))
+
+
+def _zero_rows(state: Any, rows: np.ndarray) -> Any:
+    """Zero the hidden state of the given envs (tensor, TensorDict or nested dict)."""
+    if state is None or len(rows) == 0:
+        return state
+    if isinstance(state, Mapping):
+        return {k: _zero_rows(v, rows) for k, v in state.items()}
+    idx = torch.as_tensor(rows)
+    if isinstance(state, torch.Tensor):
+        state = state.clone()
+        state[idx] = 0
+        return state
+    state = state.clone()
+    state[idx] = state[idx].zero_()
+    return state
+
+
+def sample_spaces(
+    spaces: list[gym.Space], env_ids: np.ndarray, rng: np.random.Generator, same: bool
+) -> np.ndarray:
+    """One uniform action per env in ``env_ids``, vectorized when the spaces are identical.
+
+    With ``same`` (all spaces equal), Discrete and bounded Box spaces are drawn in one call
+    from ``rng``; other spaces fall back to their own ``sample()``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> sample_spaces([gym.spaces.Discrete(2)] * 3, np.arange(3), rng, True).shape
+    (3,)
+    """
+    first = spaces[int(env_ids[0])]
+    n = len(env_ids)
+    if same and isinstance(first, gym.spaces.Discrete):
+        start = int(first.start)
+        return rng.integers(start, start + int(first.n), size=n).astype(first.dtype)
+    if same and isinstance(first, gym.spaces.Box) and first.is_bounded("both"):
+        if np.issubdtype(first.dtype, np.integer):
+            high = first.high.astype(np.int64) + 1
+            return rng.integers(first.low, high, size=(n, *first.shape)).astype(first.dtype)
+        return rng.uniform(first.low, first.high, size=(n, *first.shape)).astype(first.dtype)
+    return np.stack([spaces[int(i)].sample() for i in env_ids])
+
+
+def _zeros_like_rows(x: Any, n: int) -> Any:
+    """A zero hidden state for ``n`` envs shaped like the per-env rows of ``x``."""
+    if isinstance(x, torch.Tensor):
+        return x.new_zeros((n, *x.shape[1:]))
+    return x[:1].expand(n, *x.batch_size[1:]).clone().zero_()
+
+
+class Collector:
+    """Collect transitions from vector envs with a policy into a replay buffer.
+
+    Args:
+        policy: a callable ``policy(batch, state) -> Batch`` returning ``act`` (and
+            optionally ``state`` and ``policy``); see ``docs/internals.md``. It may define
+            ``map_action``, ``map_action_inverse`` and ``exploration_noise``.
+        env: a tdrl vector env, a single ``gymnasium.Env`` (wrapped with a warning), or any
+            source ``tdrl.env.make_vector_env`` accepts.
+        buffer: where transitions go; default ``VectorReplayBuffer(10000 * N, N)``.
+        exploration_noise: apply ``policy.exploration_noise`` to the actions.
+
+    >>> import gymnasium as gym
+    >>> from tdrl.env import DummyVectorEnv
+    >>> from tdrl.data.buffer import VectorReplayBuffer
+    >>> envs = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(2)])
+    >>> c = Collector(None, envs, VectorReplayBuffer(100, 2))
+    >>> c.reset(seed=0)
+    >>> c.collect(n_step=9, random=True).n_collected_steps
+    10
+    >>> len(c.buffer)
+    10
+    """
+
+    def __init__(
+        self,
+        policy: Any,
+        env: Any,
+        buffer: Any = None,
+        exploration_noise: bool = False,
+    ) -> None:
+        self.env = _as_vector_env(env)
+        self.env_num = len(self.env)
+        self.policy = policy
+        self.exploration_noise = exploration_noise
+        if buffer is None:
+            from tdrl.data.buffer import VectorReplayBuffer
+
+            buffer = VectorReplayBuffer(DEFAULT_BUFFER_SIZE_PER_ENV * self.env_num, self.env_num)
+        self._check_buffer(buffer)
+        self.buffer = buffer
+        self._obs: Tree | None = None
+        self._info: dict[str, np.ndarray] = {}
+        self._state: Any = None
+        self._rng = np.random.default_rng()
+        spaces = self.env.action_space
+        self._same_spaces = all(space == spaces[0] for space in spaces)
+        self.collect_step = 0
+        self.collect_episode = 0
+        self.collect_time = 0.0
+
+    def state_dict(self) -> dict[str, Any]:
+        """See :func:`collector_state_dict`."""
+        return collector_state_dict(self)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """See :func:`load_collector_state_dict`."""
+        load_collector_state_dict(self, state)
+
+    def _check_buffer(self, buffer: Any) -> None:
+        if getattr(buffer, "maxsize", 1) == 0:
+            raise ValueError("buffer has maxsize 0: it cannot store any transition")
+        n = _buffer_num(buffer)
+        if n < self.env_num:
+            raise ValueError(
+                f"buffer has {n} sub-buffer(s) but the collector drives {self.env_num} envs; "
+                f"use a VectorReplayBuffer with buffer_num >= {self.env_num}"
+            )
+
+    # ------------------------------------------------------------------ resets
+    def reset(
+        self,
+        reset_buffer: bool = True,
+        reset_stats: bool = True,
+        seed: int | None = None,
+        gym_reset_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """Reset the envs (and by default the buffer and the lifetime counters).
+
+        ``seed`` seeds env ``i`` with ``seed + i`` and the collector's own generator (used for
+        ``random=True`` actions) with ``seed``.
+        """
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.reset_env(seed=seed, gym_reset_kwargs=gym_reset_kwargs)
+        if reset_buffer:
+            self.reset_buffer()
+        if reset_stats:
+            self.reset_stat()
+
+    def reset_stat(self) -> None:
+        """Zero the lifetime counters ``collect_step``, ``collect_episode``, ``collect_time``."""
+        self.collect_step = self.collect_episode = 0
+        self.collect_time = 0.0
+
+    def reset_buffer(self, keep_statistics: bool = False) -> None:
+        """Empty the buffer; ``keep_statistics`` keeps running episode returns/lengths."""
+        self.buffer.reset(keep_statistics=keep_statistics)
+
+    def reset_env(
+        self, seed: int | None = None, gym_reset_kwargs: dict[str, Any] | None = None
+    ) -> None:
+        """Reset every env and the hidden state; open episodes are dropped."""
+        kwargs = dict(gym_reset_kwargs or {})
+        obs, info = self.env.reset(seed=seed, **kwargs)
+        self._obs = tree_copy(obs)
+        self._info = stack_infos(info, np.arange(self.env_num))
+        self._state = None
+
+    def _reset_envs(self, env_ids: np.ndarray, gym_reset_kwargs: dict[str, Any]) -> None:
+        obs, info = self.env.reset(env_id=env_ids, **gym_reset_kwargs)
+        tree_assign(self._obs, env_ids, obs)
+        if self._info:
+            new = stack_infos(info, env_ids)
+            for k in list(self._info):
+                if k in new:
+                    tree_assign(self._info[k], env_ids, new[k])
+        self._state = _zero_rows(self._state, env_ids)
+
+    # ------------------------------------------------------------------ acting
+    def _random_action(self, env_ids: np.ndarray) -> np.ndarray:
+        """Uniform actions from the collector's generator, mapped back to the raw space."""
+        act = sample_spaces(self.env.action_space, env_ids, self._rng, self._same_spaces)
+        inverse = getattr(self.policy, "map_action_inverse", None)
+        return np.asarray(inverse(act)) if inverse is not None else act
+
+    def _policy_action(
+        self, obs: Tree, info: dict[str, np.ndarray], env_ids: np.ndarray, all_envs: bool
+    ) -> tuple[np.ndarray, Any]:
+        """Run the policy on the ready envs; return (raw action, data to store)."""
+        state = self._state
+        if state is not None and not all_envs:
+            state = tree_index(state, torch.as_tensor(env_ids))
+        with torch.inference_mode():
+            batch = Batch({"obs": tree_to_torch(obs)}, batch_size=[len(env_ids)])
+            if info:
+                batch["info"] = Batch(tree_to_torch(info), batch_size=[len(env_ids)])
+            result = self.policy(batch, state)
+            act = result["act"]
+            if self.exploration_noise:
+                act = self.policy.exploration_noise(act, batch)
+            new_state = result.get("state", None)
+            stored = result.get("policy", None)
+        if new_state is not None:
+            if all_envs:
+                self._state = new_state
+            else:
+                if self._state is None:
+                    self._state = _zeros_like_rows(new_state, self.env_num)
+                self._state[torch.as_tensor(env_ids)] = new_state
+        return np.asarray(tree_to_numpy(act)), stored
+
+    def _map_action(self, act: np.ndarray) -> np.ndarray:
+        mapper: Callable[[np.ndarray], Any] | None = getattr(self.policy, "map_action", None)
+        return np.asarray(mapper(act)) if mapper is not None else act
+
+    # ------------------------------------------------------------------ collect
+    def collect(
+        self,
+        n_step: int | None = None,
+        n_episode: int | None = None,
+        random: bool = False,
+        render: float | None = None,
+        reset_before_collect: bool = False,
+        gym_reset_kwargs: dict[str, Any] | None = None,
+    ) -> CollectStats:
+        """Collect ``n_step`` steps or ``n_episode`` episodes; see the module docstring."""
+        if (n_step is None) == (n_episode is None) or not (n_step or n_episode):
+            raise ValueError(
+                f"exactly one of n_step and n_episode must be a positive number, got "
+                f"n_step={n_step}, n_episode={n_episode}"
+            )
+        if (n_step is not None and n_step < 0) or (n_episode is not None and n_episode < 0):
+            raise ValueError(f"n_step/n_episode must be positive, got {n_step}/{n_episode}")
+        if not random and self.policy is None:
+            raise ValueError("collect(random=False) needs a policy; this collector has None")
+        kwargs = dict(gym_reset_kwargs or {})
+        if reset_before_collect or self._obs is None:
+            if self._obs is None and not reset_before_collect:
+                raise RuntimeError(
+                    "the collector was never reset: call collector.reset() or "
+                    "collect(..., reset_before_collect=True) first"
+                )
+            self.reset(reset_buffer=False, gym_reset_kwargs=kwargs)
+        if n_step is not None and n_step % self.env_num != 0:
+            warnings.warn(
+                f"n_step={n_step} is not a multiple of the number of envs ({self.env_num}); "
+                f"{-(-n_step // self.env_num) * self.env_num} steps will be collected",
+                stacklevel=2,
+            )
+        start = time.perf_counter()
+        step_count, returns, lens = self._run(n_step, n_episode, random, render, kwargs)
+        if n_episode is not None:
+            self.reset_env(gym_reset_kwargs=kwargs)
+        elapsed = max(time.perf_counter() - start, 1e-9)
+        self.collect_step += step_count
+        self.collect_episode += len(returns)
+        self.collect_time += elapsed
+        return CollectStats.from_episodes(
+            np.asarray(returns), np.asarray(lens), step_count, elapsed
+        )
+
+    def _run(
+        self,
+        n_step: int | None,
+        n_episode: int | None,
+        random: bool,
+        render: float | None,
+        reset_kwargs: dict[str, Any],
+    ) -> tuple[int, list[float], list[int]]:
+        env_ids = np.arange(self.env_num if n_step else min(self.env_num, n_episode or 0))
+        all_envs = len(env_ids) == self.env_num
+        obs = self._obs if all_envs else tree_index(self._obs, env_ids)
+        info = self._info if all_envs else tree_index(self._info, env_ids)
+        step_count, episode_count = 0, 0
+        returns: list[float] = []
+        lens: list[int] = []
+        while True:
+            if random:
+                act, stored = self._random_action(env_ids), None
+            else:
+                act, stored = self._policy_action(obs, info, env_ids, all_envs)
+            obs_next, rew, terminated, truncated, step_info = self.env.step(
+                self._map_action(act), env_ids
+            )
+            info_next = stack_infos(step_info, env_ids)
+            data: dict[str, Any] = {
+                "obs": obs,
+                "act": act,
+                "rew": rew,
+                "terminated": terminated,
+                "truncated": truncated,
+                "obs_next": obs_next,
+            }
+            if info_next:
+                data["info"] = info_next
+            if stored is not None:
+                data["policy"] = stored
+            _, ep_rew, ep_len, _ = self.buffer.add(data, buffer_ids=env_ids)
+            if render:
+                self.env.render()
+                time.sleep(render)
+            step_count += len(env_ids)
+            done_local = np.flatnonzero(np.logical_or(terminated, truncated))
+            obs = obs_next
+            info = info_next
+            if len(done_local):
+                done_ids = env_ids[done_local]
+                returns.extend(np.asarray(ep_rew)[done_local].tolist())
+                lens.extend(np.asarray(ep_len)[done_local].tolist())
+                episode_count += len(done_local)
+                self._write_back(env_ids, all_envs, obs, info)
+                self._reset_envs(done_ids, reset_kwargs)
+                obs = self._obs if all_envs else tree_index(self._obs, env_ids)
+                info = self._info if all_envs else tree_index(self._info, env_ids)
+                if n_episode:
+                    surplus = len(env_ids) - (n_episode - episode_count)
+                    if surplus > 0:
+                        keep = np.ones(len(env_ids), dtype=bool)
+                        keep[done_local[:surplus]] = False
+                        env_ids = env_ids[keep]
+                        all_envs = False
+                        obs = tree_index(self._obs, env_ids)
+                        info = tree_index(self._info, env_ids)
+            if (n_step and step_count >= n_step) or (n_episode and episode_count >= n_episode):
+                break
+        self._write_back(env_ids, all_envs, obs, info)
+        return step_count, returns, lens
+
+    def _write_back(
+        self, env_ids: np.ndarray, all_envs: bool, obs: Tree, info: dict[str, np.ndarray]
+    ) -> None:
+        """Persist the latest observation of the ready envs for the next call."""
+        if all_envs:
+            self._obs = obs
+            self._info = info
+            return
+        if len(env_ids):
+            tree_assign(self._obs, env_ids, obs)
+            for k in list(self._info):
+                if k in info:
+                    tree_assign(self._info[k], env_ids, info[k])
+
+
+def _env_snapshot(env: BaseVectorEnv) -> list[Any] | None:
+    """Pickled copies of in-process envs (their dynamics state and RNGs), else None."""
+    if isinstance(env, DummyVectorEnv):
+        return [pickle.dumps(e) for e in env.envs]
+    return None
+
+
+def collector_state_dict(collector: Collector) -> dict[str, Any]:
+    """Everything needed to continue collection exactly: envs, last obs, hidden state, buffer.
+
+    In-process envs (``DummyVectorEnv``) are snapshotted, so a resumed run continues the same
+    episodes; envs in other processes cannot be, and are reset on load instead.
+    """
+    return {
+        "obs": tree_copy(collector._obs) if collector._obs is not None else None,
+        "info": tree_copy(collector._info),
+        "state": collector._state,
+        "buffer": pickle.dumps(collector.buffer),
+        "envs": _env_snapshot(collector.env),
+        "counters": (collector.collect_step, collector.collect_episode, collector.collect_time),
+        "rng": collector._rng.bit_generator.state,
+    }
+
+
+def load_collector_state_dict(collector: Collector, state: dict[str, Any]) -> None:
+    """Restore what :func:`collector_state_dict` saved into ``collector``."""
+    collector.buffer = pickle.loads(state["buffer"])
+    collector.collect_step, collector.collect_episode, collector.collect_time = state["counters"]
+    collector._rng.bit_generator.state = state["rng"]
+    envs = state["envs"]
+    if envs is not None and isinstance(collector.env, DummyVectorEnv):
+        collector.env.envs = [pickle.loads(e) for e in envs]
+        collector._obs, collector._info, collector._state = (
+            state["obs"],
+            state["info"],
+            state["state"],
+        )
+    else:
+        collector.reset_env()

@@ -1,0 +1,242 @@
+"""The training loop shared by the on-policy, off-policy and offline trainers.
+
+An epoch is ``step_per_epoch`` training steps (env steps for online trainers, gradient steps
+for the offline one) shown in one progress bar, followed by a test phase of
+``episode_per_test`` episodes. The best mean test return is tracked; ``stop_fn`` is evaluated
+on it after every test (and on training returns when ``test_in_train``), as in Tianshou.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tdrl.data.stats import CollectStats
+from tdrl.trainer.checkpoint import load_checkpoint, save_checkpoint
+from tdrl.trainer.result import TrainResult
+from tdrl.utils.logger import BaseLogger, LazyLogger
+from tdrl.utils.progress import progress_bar
+from tdrl.utils.stats import MovAvg
+
+
+def _flat_stats(stats: CollectStats) -> dict[str, float]:
+    out: dict[str, float] = {
+        "n_collected_episodes": float(stats.n_collected_episodes),
+        "n_collected_steps": float(stats.n_collected_steps),
+        "collect_speed": float(stats.collect_speed),
+    }
+    if stats.returns_stat is not None and stats.lens_stat is not None:
+        out.update(
+            {
+                "returns_stat/mean": stats.returns_stat.mean,
+                "returns_stat/std": stats.returns_stat.std,
+                "lens_stat/mean": stats.lens_stat.mean,
+            }
+        )
+    return out
+
+
+class BaseTrainer(ABC):
+    """Run epochs of training steps and tests; subclasses define one training step.
+
+    Args:
+        algorithm: the ``Algorithm`` (loss module with ``policy`` and ``update``).
+        max_epochs: number of epochs to run at most.
+        step_per_epoch: training steps per epoch (env steps online, gradient steps offline).
+        test_collector: collector for the test phase (``None``: no test, no best score).
+        episode_per_test: episodes per test phase.
+        batch_size: minibatch size passed to ``algorithm.update``.
+        train_fn: ``train_fn(epoch, env_step)`` called before each training step.
+        test_fn: ``test_fn(epoch, env_step)`` called before each test.
+        stop_fn: ``stop_fn(best_mean_test_return) -> bool`` ends training early.
+        save_best_fn: ``save_best_fn(algorithm)`` called when the best test return improves.
+        save_checkpoint_fn: ``save_checkpoint_fn(epoch, env_step, gradient_step)`` called at
+            the end of every epoch (through the logger's ``save_data``).
+        resume_from_log: restore ``(epoch, env_step, gradient_step)`` from the logger.
+        checkpoint_path: write a full checkpoint (algorithm, optimizers, buffers, envs, RNGs,
+            counters) there at the end of every epoch.
+        resume: continue from ``checkpoint_path`` if it exists; the resumed run reproduces
+            the uninterrupted one exactly on CPU (in-process envs).
+        logger: a ``tdrl.utils.logger`` logger (default: log nothing).
+        show_progress: draw a progress bar per epoch.
+        verbose: print a one-line summary per epoch.
+    """
+
+    def __init__(
+        self,
+        algorithm: Any,
+        max_epochs: int,
+        step_per_epoch: int,
+        test_collector: Any = None,
+        episode_per_test: int = 1,
+        batch_size: int | None = 64,
+        train_fn: Callable[[int, int], None] | None = None,
+        test_fn: Callable[[int, int], None] | None = None,
+        stop_fn: Callable[[float], bool] | None = None,
+        save_best_fn: Callable[[Any], None] | None = None,
+        save_checkpoint_fn: Callable[[int, int, int], Any] | None = None,
+        resume_from_log: bool = False,
+        checkpoint_path: str | Path | None = None,
+        resume: bool = False,
+        logger: BaseLogger | None = None,
+        show_progress: bool = True,
+        verbose: bool = True,
+    ) -> None:
+        if max_epochs < 1 or step_per_epoch < 1:
+            raise ValueError(
+                f"max_epochs and step_per_epoch must be >= 1, got {max_epochs}, {step_per_epoch}"
+            )
+        if test_collector is None and (stop_fn or test_fn or save_best_fn):
+            raise ValueError("stop_fn, test_fn and save_best_fn need a test_collector")
+        self.algorithm = algorithm
+        self.max_epochs = max_epochs
+        self.step_per_epoch = step_per_epoch
+        self.test_collector = test_collector
+        self.episode_per_test = episode_per_test
+        self.batch_size = batch_size
+        self.train_fn = train_fn
+        self.test_fn = test_fn
+        self.stop_fn = stop_fn
+        self.save_best_fn = save_best_fn
+        self.save_checkpoint_fn = save_checkpoint_fn
+        self.resume_from_log = resume_from_log
+        self.checkpoint_path = Path(checkpoint_path) if checkpoint_path is not None else None
+        self.resume = resume
+        if resume and self.checkpoint_path is None:
+            raise ValueError("resume=True needs a checkpoint_path")
+        self.logger = logger if logger is not None else LazyLogger()
+        self.show_progress = show_progress
+        self.verbose = verbose
+        self.result = TrainResult()
+        self.loss_stats: dict[str, MovAvg] = {}
+        self._stop = False
+        self._initialized = False
+
+    # ----------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """Counters, best score and smoothed losses (for checkpoints)."""
+        r = self.result
+        return {
+            "epoch": r.epoch,
+            "env_step": r.env_step,
+            "env_episode": r.env_episode,
+            "gradient_step": r.gradient_step,
+            "best_reward": r.best_reward,
+            "best_reward_std": r.best_reward_std,
+            "best_epoch": r.best_epoch,
+            "loss_stats": {k: v.state_dict() for k, v in self.loss_stats.items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned; the next epoch continues the run."""
+        r = self.result
+        for key in ("epoch", "env_step", "env_episode", "gradient_step", "best_epoch"):
+            setattr(r, key, int(state[key]))
+        r.best_reward = float(state["best_reward"])
+        r.best_reward_std = float(state["best_reward_std"])
+        self.loss_stats = {}
+        for k, v in state.get("loss_stats", {}).items():
+            self.loss_stats[k] = MovAvg()
+            self.loss_stats[k].load_state_dict(v)
+        self._initialized = True
+
+    # ----------------------------------------------------------------- phases
+    def reset(self) -> None:
+        """Restore counters from the log if asked, then run the initial test."""
+        self._stop = False
+        if self.resume_from_log:
+            epoch, env_step, gradient_step = self.logger.restore_data()
+            self.result.epoch, self.result.env_step = epoch, env_step
+            self.result.gradient_step = gradient_step
+        self._reset_collectors()
+        if self.test_collector is not None and not self._initialized:
+            self._test_step(force_best=True)
+        self._initialized = True
+
+    def _reset_collectors(self) -> None:
+        if self.test_collector is not None:
+            self.test_collector.reset(reset_buffer=False)
+
+    def _test_step(self, force_best: bool = False) -> CollectStats:
+        start = time.perf_counter()
+        r = self.result
+        policy = self.algorithm.policy
+        policy.is_within_training_step = False
+        self.test_collector.reset_env()
+        if self.test_fn:
+            self.test_fn(r.epoch, r.env_step)
+        was_training = policy.training
+        policy.eval()
+        stats = self.test_collector.collect(n_episode=self.episode_per_test)
+        policy.train(was_training)
+        self.test_collector.reset_buffer()
+        mean = stats.returns_stat.mean if stats.returns_stat else float("nan")
+        std = stats.returns_stat.std if stats.returns_stat else 0.0
+        if force_best or mean > r.best_reward:
+            r.best_reward, r.best_reward_std, r.best_epoch = mean, std, r.epoch
+            if self.save_best_fn:
+                self.save_best_fn(self.algorithm)
+        self.logger.log_test_data(_flat_stats(stats), r.env_step)
+        r.timing.test_time += time.perf_counter() - start
+        return stats
+
+    def _log_update(self, stats: dict[str, float]) -> dict[str, float]:
+        for k, v in stats.items():
+            self.loss_stats.setdefault(k, MovAvg()).add(float(v))
+        self.logger.log_update_data(stats, self.result.gradient_step)
+        return {k: m.get() for k, m in self.loss_stats.items()}
+
+    @abstractmethod
+    def _training_step(self) -> tuple[int, dict[str, Any]]:
+        """Run one training step; return (progress made, values for the progress bar)."""
+
+    def _run_epoch(self) -> None:
+        r = self.result
+        r.epoch += 1
+        done = 0
+        with progress_bar(
+            total=self.step_per_epoch, desc=f"Epoch #{r.epoch}", disable=not self.show_progress
+        ) as bar:
+            while done < self.step_per_epoch and not self._stop:
+                if self.train_fn:
+                    self.train_fn(r.epoch, r.env_step)
+                progress, postfix = self._training_step()
+                done += progress
+                bar.update(progress)
+                bar.set_postfix(postfix)
+        if not self._stop and self.test_collector is not None:
+            stats = self._test_step()
+            if self.stop_fn and self.stop_fn(r.best_reward):
+                self._stop = True
+            if self.verbose:
+                mean = stats.returns_stat.mean if stats.returns_stat else float("nan")
+                std = stats.returns_stat.std if stats.returns_stat else 0.0
+                print(
+                    f"Epoch #{r.epoch}: test_reward: {mean:.6f} ± {std:.6f}, best_reward: "
+                    f"{r.best_reward:.6f} ± {r.best_reward_std:.6f} in #{r.best_epoch}",
+                    flush=True,
+                )
+        self.logger.save_data(r.epoch, r.env_step, r.gradient_step, self.save_checkpoint_fn)
+        if self.checkpoint_path is not None:
+            save_checkpoint(self, self.checkpoint_path)
+
+    def run(self) -> TrainResult:
+        """Train until ``max_epochs`` or until ``stop_fn`` holds; return the result."""
+        start = time.perf_counter()
+        if not self._initialized:
+            if self.resume and self.checkpoint_path is not None and self.checkpoint_path.exists():
+                load_checkpoint(self, self.checkpoint_path)
+            else:
+                self.reset()
+        r = self.result
+        if self.stop_fn and self.test_collector is not None and self.stop_fn(r.best_reward):
+            self._stop = True
+        while r.epoch < self.max_epochs and not self._stop:
+            self._run_epoch()
+        r.stopped_early = self._stop
+        r.timing.total_time += time.perf_counter() - start
+        self.logger.finalize()
+        return r

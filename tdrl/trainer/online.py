@@ -1,0 +1,145 @@
+"""Online trainers: collect with the training collector, then update the algorithm."""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from typing import Any
+
+from tdrl.data.stats import CollectStats
+from tdrl.trainer.base import BaseTrainer, _flat_stats
+
+
+class OnlineTrainer(BaseTrainer):
+    """Shared collect step of the on- and off-policy trainers.
+
+    Args (beyond :class:`BaseTrainer`'s):
+        train_collector: the collector that gathers training data.
+        step_per_collect: env steps per collect (XOR ``episode_per_collect``).
+        episode_per_collect: episodes per collect.
+        test_in_train: when ``stop_fn`` holds on the training returns, run a test and stop
+            if it holds there too.
+    """
+
+    def __init__(
+        self,
+        algorithm: Any,
+        train_collector: Any,
+        max_epochs: int,
+        step_per_epoch: int,
+        step_per_collect: int | None = None,
+        episode_per_collect: int | None = None,
+        test_in_train: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(algorithm, max_epochs, step_per_epoch, **kwargs)
+        if (step_per_collect is None) == (episode_per_collect is None):
+            raise ValueError(
+                "exactly one of step_per_collect and episode_per_collect must be given, got "
+                f"{step_per_collect} and {episode_per_collect}"
+            )
+        if test_in_train and (self.stop_fn is None or self.test_collector is None):
+            raise ValueError("test_in_train needs stop_fn and a test_collector")
+        self.train_collector = train_collector
+        self.step_per_collect = step_per_collect
+        self.episode_per_collect = episode_per_collect
+        self.test_in_train = test_in_train
+        self._last_train: dict[str, float] = {}
+
+    def _reset_collectors(self) -> None:
+        self.train_collector.reset(reset_buffer=False)
+        super()._reset_collectors()
+
+    def _collect(self) -> CollectStats:
+        r = self.result
+        start = time.perf_counter()
+        self.algorithm.policy.is_within_training_step = True
+        stats = self.train_collector.collect(
+            n_step=self.step_per_collect, n_episode=self.episode_per_collect
+        )
+        r.env_step += stats.n_collected_steps
+        r.env_episode += stats.n_collected_episodes
+        r.timing.train_collect_time += time.perf_counter() - start
+        flat = _flat_stats(stats)
+        self.logger.log_train_data(flat, r.env_step)
+        if stats.returns_stat is not None:
+            self._last_train = {"rew": stats.returns_stat.mean, "len": flat["lens_stat/mean"]}
+        if (
+            self.test_in_train
+            and stats.returns_stat is not None
+            and self.stop_fn is not None
+            and self.stop_fn(stats.returns_stat.mean)
+        ):
+            self._test_step()
+            if self.stop_fn(r.best_reward):
+                self._stop = True
+        return stats
+
+    @abstractmethod
+    def _update(self, stats: CollectStats) -> dict[str, float]:
+        """Run the algorithm's update after a collect; return smoothed stats."""
+
+    def _training_step(self) -> tuple[int, dict[str, Any]]:
+        stats = self._collect()
+        losses: dict[str, float] = {}
+        if not self._stop:
+            start = time.perf_counter()
+            self.algorithm.policy.is_within_training_step = True
+            losses = self._update(stats)
+            self.algorithm.policy.is_within_training_step = False
+            self.result.timing.update_time += time.perf_counter() - start
+        r = self.result
+        postfix: dict[str, Any] = {"env_step": r.env_step, "grad": r.gradient_step}
+        postfix.update({k: f"{v:.3f}" for k, v in self._last_train.items()})
+        postfix.update({k: f"{v:.3f}" for k, v in losses.items() if k.startswith("loss")})
+        return stats.n_collected_steps, postfix
+
+
+class OnPolicyTrainer(OnlineTrainer):
+    """Collect, update on the whole buffer ``repeat_per_collect`` times, clear the buffer.
+
+    >>> OnPolicyTrainer.__mro__[1].__name__
+    'OnlineTrainer'
+    """
+
+    def __init__(self, *args: Any, repeat_per_collect: int = 1, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if repeat_per_collect < 1:
+            raise ValueError(f"repeat_per_collect must be >= 1, got {repeat_per_collect}")
+        self.repeat_per_collect = repeat_per_collect
+
+    def _update(self, stats: CollectStats) -> dict[str, float]:
+        out = self.algorithm.update(
+            self.train_collector.buffer, self.batch_size, repeat=self.repeat_per_collect
+        )
+        self.result.gradient_step += 1
+        self.train_collector.reset_buffer(keep_statistics=True)
+        return self._log_update(out)
+
+
+class OffPolicyTrainer(OnlineTrainer):
+    """Collect, then ``round(update_per_step * steps collected)`` gradient steps.
+
+    >>> OffPolicyTrainer.__mro__[1].__name__
+    'OnlineTrainer'
+    """
+
+    def __init__(self, *args: Any, update_per_step: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if update_per_step <= 0:
+            raise ValueError(f"update_per_step must be > 0, got {update_per_step}")
+        self.update_per_step = update_per_step
+
+    def _update(self, stats: CollectStats) -> dict[str, float]:
+        n = round(self.update_per_step * stats.n_collected_steps)
+        if n < 1:
+            raise ValueError(
+                f"update_per_step={self.update_per_step} x {stats.n_collected_steps} collected "
+                "steps rounds to zero gradient steps"
+            )
+        smoothed: dict[str, float] = {}
+        for _ in range(n):
+            out = self.algorithm.update(self.train_collector.buffer, self.batch_size)
+            self.result.gradient_step += 1
+            smoothed = self._log_update(out)
+        return smoothed

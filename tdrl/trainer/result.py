@@ -1,0 +1,53 @@
+"""What a training run reports when it ends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TrainingTiming:
+    """Wall-clock seconds spent in each phase of training, and the resulting speeds."""
+
+    total_time: float = 0.0
+    train_collect_time: float = 0.0
+    update_time: float = 0.0
+    test_time: float = 0.0
+
+    @property
+    def train_time(self) -> float:
+        """Seconds spent outside testing."""
+        return self.total_time - self.test_time
+
+
+@dataclass
+class TrainResult:
+    """Best score, counters and timings of a finished (or stopped) training run.
+
+    >>> r = TrainResult(best_reward=200.0, env_step=1000)
+    >>> r.timing.total_time = 2.0
+    >>> r.env_step_speed
+    500.0
+    """
+
+    best_reward: float = float("-inf")
+    best_reward_std: float = 0.0
+    best_epoch: int = 0
+    epoch: int = 0
+    env_step: int = 0
+    env_episode: int = 0
+    gradient_step: int = 0
+    stopped_early: bool = False
+    timing: TrainingTiming = field(default_factory=TrainingTiming)
+
+    @property
+    def env_step_speed(self) -> float:
+        """Training env steps per second of non-test wall time."""
+        t = self.timing.train_time
+        return self.env_step / t if t > 0 else 0.0
+
+    @property
+    def update_speed(self) -> float:
+        """Gradient steps per second of update time."""
+        t = self.timing.update_time
+        return self.gradient_step / t if t > 0 else 0.0

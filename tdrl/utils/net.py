@@ -1,0 +1,290 @@
+"""Network builders: MLPs, actors, critics and a dueling Q head.
+
+All networks are plain ``nn.Module``s taking a flat float observation batch ``[B, obs_dim]``
+(observations of other dtypes are cast to float32). Actors and critics return tensors
+(Gaussian actors a ``(loc, scale)`` pair), so they drop into TorchRL's
+``TensorDictModule`` as well as into tdrl's policies.
+
+>>> q = QNet(4, 2, hidden_sizes=(16,), dueling=True)
+>>> q(torch.zeros(3, 4)).shape
+torch.Size([3, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = [
+    "MLP",
+    "ActorCritic",
+    "DeterministicActor",
+    "DiscreteActor",
+    "DuelingHead",
+    "GaussianActor",
+    "QCritic",
+    "QNet",
+    "VCritic",
+    "flat_dim",
+]
+
+
+def flat_dim(shape: int | Sequence[int]) -> int:
+    """Number of features of a shape (an int passes through).
+
+    >>> flat_dim((3, 4)), flat_dim(5)
+    (12, 5)
+    """
+    return int(shape) if isinstance(shape, int | np.integer) else int(np.prod(shape))
+
+
+def _float(x: torch.Tensor) -> torch.Tensor:
+    x = torch.as_tensor(x)
+    if x.dtype != torch.float32:
+        x = x.float()
+    return x.flatten(1) if x.dim() > 2 else x
+
+
+class MLP(nn.Sequential):
+    """Linear layers with an activation between them.
+
+    :param input_dim: input features.
+    :param output_dim: output features (``0``: no output layer; the last hidden layer is
+        the output).
+    :param hidden_sizes: widths of the hidden layers.
+    :param activation: activation class after each hidden layer.
+    :param output_activation: optional activation class after the output layer.
+
+    >>> m = MLP(4, 2, (8, 8))
+    >>> m(torch.zeros(5, 4)).shape, m.output_dim
+    (torch.Size([5, 2]), 2)
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        output_dim: int = 0,
+        hidden_sizes: Sequence[int] = (64, 64),
+        activation: type[nn.Module] = nn.ReLU,
+        output_activation: type[nn.Module] | None = None,
+    ) -> None:
+        layers: list[nn.Module] = []
+        d = input_dim
+        for h in hidden_sizes:
+            layers += [nn.Linear(d, h), activation()]
+            d = h
+        if output_dim > 0:
+            layers.append(nn.Linear(d, output_dim))
+            d = output_dim
+            if output_activation is not None:
+                layers.append(output_activation())
+        super().__init__(*layers)
+        self.output_dim = d
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        """Apply the layers to ``x`` (cast to float32, flattened past the batch dim)."""
+        return super().forward(_float(x))
+
+
+class DuelingHead(nn.Module):
+    """Dueling head: ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)`` (arXiv:1511.06581).
+
+    >>> h = DuelingHead(8, 3, value_hidden=(4,), adv_hidden=(4,))
+    >>> h(torch.zeros(2, 8)).shape
+    torch.Size([2, 3])
+    """
+
+    def __init__(
+        self,
+        feature_dim: int,
+        n_actions: int,
+        value_hidden: Sequence[int] = (),
+        adv_hidden: Sequence[int] = (),
+    ) -> None:
+        super().__init__()
+        self.value = MLP(feature_dim, 1, value_hidden)
+        self.advantage = MLP(feature_dim, n_actions, adv_hidden)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Q-values from shared features."""
+        adv = self.advantage(features)
+        return self.value(features) + adv - adv.mean(dim=-1, keepdim=True)
+
+
+class QNet(nn.Module):
+    """Discrete Q-network ``obs -> Q(s, .)``, optionally with a dueling head.
+
+    :param obs_dim: observation features (or shape).
+    :param n_actions: number of discrete actions.
+    :param hidden_sizes: trunk widths.
+    :param dueling: use a :class:`DuelingHead` instead of a linear output.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int | Sequence[int],
+        n_actions: int,
+        hidden_sizes: Sequence[int] = (128, 128),
+        dueling: bool = False,
+        activation: type[nn.Module] = nn.ReLU,
+    ) -> None:
+        super().__init__()
+        if dueling:
+            self.trunk = MLP(flat_dim(obs_dim), 0, hidden_sizes, activation)
+            self.head: nn.Module = DuelingHead(self.trunk.output_dim, n_actions)
+        else:
+            self.trunk = MLP(flat_dim(obs_dim), n_actions, hidden_sizes, activation)
+            self.head = nn.Identity()
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Q-values ``[B, n_actions]``."""
+        return self.head(self.trunk(obs))
+
+
+class DiscreteActor(MLP):
+    """Categorical actor ``obs -> logits [B, n_actions]``.
+
+    >>> DiscreteActor(4, 2, (8,))(torch.zeros(1, 4)).shape
+    torch.Size([1, 2])
+    """
+
+    def __init__(
+        self,
+        obs_dim: int | Sequence[int],
+        n_actions: int,
+        hidden_sizes: Sequence[int] = (64, 64),
+        activation: type[nn.Module] = nn.Tanh,
+    ) -> None:
+        super().__init__(flat_dim(obs_dim), n_actions, hidden_sizes, activation)
+
+
+class DeterministicActor(nn.Module):
+    """Deterministic actor ``obs -> max_action * tanh(mlp(obs))``.
+
+    >>> a = DeterministicActor(3, 2, (8,), max_action=2.0)
+    >>> bool((a(torch.randn(5, 3) * 100).abs() <= 2.0).all())
+    True
+    """
+
+    def __init__(
+        self,
+        obs_dim: int | Sequence[int],
+        act_dim: int,
+        hidden_sizes: Sequence[int] = (256, 256),
+        max_action: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.net = MLP(flat_dim(obs_dim), act_dim, hidden_sizes)
+        self.max_action = max_action
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Bounded action ``[B, act_dim]``."""
+        return self.max_action * torch.tanh(self.net(obs))
+
+
+class GaussianActor(nn.Module):
+    """Gaussian actor ``obs -> (loc, scale)``.
+
+    :param state_dependent_std: ``scale`` is a head of the network (SAC) rather than a
+        free parameter (PPO).
+    :param log_std_bounds: clamp of ``log(scale)`` for the state-dependent case.
+    :param init_log_std: initial value of the free ``log(scale)`` parameter.
+    :param bounded_loc: squash ``loc`` with ``tanh`` (for actors whose actions are
+        not squashed afterwards).
+
+    >>> loc, scale = GaussianActor(3, 2, (8,))(torch.zeros(4, 3))
+    >>> loc.shape, bool((scale > 0).all())
+    (torch.Size([4, 2]), True)
+    """
+
+    def __init__(
+        self,
+        obs_dim: int | Sequence[int],
+        act_dim: int,
+        hidden_sizes: Sequence[int] = (256, 256),
+        state_dependent_std: bool = True,
+        log_std_bounds: tuple[float, float] = (-20.0, 2.0),
+        init_log_std: float = 0.0,
+        bounded_loc: bool = False,
+        activation: type[nn.Module] = nn.ReLU,
+    ) -> None:
+        super().__init__()
+        self.trunk = MLP(flat_dim(obs_dim), 0, hidden_sizes, activation)
+        d = self.trunk.output_dim
+        self.loc = nn.Linear(d, act_dim)
+        self.state_dependent_std = state_dependent_std
+        if state_dependent_std:
+            self.log_std: nn.Module | nn.Parameter = nn.Linear(d, act_dim)
+        else:
+            self.log_std = nn.Parameter(torch.full((act_dim,), float(init_log_std)))
+        self.log_std_bounds = log_std_bounds
+        self.bounded_loc = bounded_loc
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loc, scale)``, each ``[B, act_dim]``."""
+        h = self.trunk(obs)
+        loc = self.loc(h)
+        if self.bounded_loc:
+            loc = torch.tanh(loc)
+        head: Any = self.log_std
+        if self.state_dependent_std:
+            log_std = head(h).clamp(*self.log_std_bounds)
+        else:
+            log_std = head.expand_as(loc)
+        return loc, log_std.exp()
+
+
+class VCritic(MLP):
+    """State-value critic ``obs -> V(s)`` of shape ``[B, 1]``.
+
+    >>> VCritic(4, (8,))(torch.zeros(2, 4)).shape
+    torch.Size([2, 1])
+    """
+
+    def __init__(
+        self,
+        obs_dim: int | Sequence[int],
+        hidden_sizes: Sequence[int] = (64, 64),
+        activation: type[nn.Module] = nn.Tanh,
+    ) -> None:
+        super().__init__(flat_dim(obs_dim), 1, hidden_sizes, activation)
+
+
+class QCritic(nn.Module):
+    """Action-value critic ``(obs, act) -> Q(s, a)`` of shape ``[B, 1]``.
+
+    >>> QCritic(3, 1, (8,))(torch.zeros(2, 3), torch.zeros(2, 1)).shape
+    torch.Size([2, 1])
+    """
+
+    def __init__(
+        self,
+        obs_dim: int | Sequence[int],
+        act_dim: int,
+        hidden_sizes: Sequence[int] = (256, 256),
+        activation: type[nn.Module] = nn.ReLU,
+    ) -> None:
+        super().__init__()
+        self.net = MLP(flat_dim(obs_dim) + act_dim, 1, hidden_sizes, activation)
+
+    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """Q-value of each (observation, action) pair."""
+        return self.net(torch.cat([_float(obs), _float(act)], dim=-1))
+
+
+class ActorCritic(nn.Module):
+    """Holds an actor and a critic so one optimizer covers both (shared parameters once).
+
+    >>> ac = ActorCritic(nn.Linear(2, 2), nn.Linear(2, 1))
+    >>> sum(p.numel() for p in ac.parameters())
+    9
+    """
+
+    def __init__(self, actor: nn.Module, critic: nn.Module) -> None:
+        super().__init__()
+        self.actor = actor
+        self.critic = critic
