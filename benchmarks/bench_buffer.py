@@ -14,6 +14,7 @@ import torch
 
 from benchmarks.timing import best_of, row
 
+
 def pair(fn_a, fn_b, number: int, repeat: int = 7) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """Best-of timings of two callables measured in alternation (load hits both alike)."""
     a = b = float("inf")
@@ -21,6 +22,7 @@ def pair(fn_a, fn_b, number: int, repeat: int = 7) -> tuple[float, float]:  # ty
         a = min(a, best_of(fn_a, number, repeat=1))
         b = min(b, best_of(fn_b, number, repeat=1))
     return a, b
+
 
 N_ENV = 8
 OBS, ACT = 11, 3
@@ -65,6 +67,12 @@ def main() -> None:
 
     steps = _steps(512)
     ts_steps = [TsBatch(**s) for s in steps]
+    info_keys = ("x_position", "x_velocity", "z_distance_from_origin", "reward_forward")
+    rich = [
+        {**s, "info": {"env_id": np.arange(N_ENV), **{k: s["rew"] * 0.5 for k in info_keys}}}
+        for s in steps
+    ]
+    ts_rich = [TsBatch(**r, policy=TsBatch()) for r in rich]
     td_steps = [Batch({k: torch.from_numpy(v) for k, v in s.items()}) for s in steps]
     ids = np.arange(N_ENV)
 
@@ -89,6 +97,15 @@ def main() -> None:
         print(row(f"add 8 envs, dict of numpy (cap {cap:.0e})", t_mine, t_peer), flush=True)
         print(row(f"add 8 envs, tdrl Batch of tensors (cap {cap:.0e})", t_td, t_peer), flush=True)
 
+        def add_rich(buf=mine, it=it) -> None:  # type: ignore[no-untyped-def]
+            buf.add(rich[next(it) % 512], ids)
+
+        def add_rich_peer(buf=peer, it=it) -> None:  # type: ignore[no-untyped-def]
+            buf.add(ts_rich[next(it) % 512], ids)
+
+        t_mine, t_peer = pair(add_rich, add_rich_peer, 2000)
+        print(row(f"add 8 envs + info(5 keys), policy (cap {cap:.0e})", t_mine, t_peer), flush=True)
+
     # -- sample and episode calls at two capacities --------------------------
     for cap in (10_000, 1_000_000):
         mine = VectorReplayBuffer(cap, N_ENV, seed=0)
@@ -99,7 +116,9 @@ def main() -> None:
             mine.add(step, ids)
             peer.add(ts_steps[i % 512], ids)
         idx = mine.sample_indices(256)
-        t_mine, t_peer = pair(lambda buf=mine: buf.sample(256), lambda buf=peer: buf.sample(256), 300)
+        t_mine, t_peer = pair(
+            lambda buf=mine: buf.sample(256), lambda buf=peer: buf.sample(256), 300
+        )
         print(row(f"sample(256) (cap {cap:.0e}, len {len(mine)})", t_mine, t_peer), flush=True)
 
         def ep_mine(buf=mine, idx=idx) -> None:  # type: ignore[no-untyped-def]
@@ -130,7 +149,9 @@ def main() -> None:
     def full_peer() -> None:
         peer.prev(all_peer), peer.next(all_peer), peer.unfinished_index()
 
-    print(row("prev+next+unfinished, full buffer (1e5)", *pair(full_mine, full_peer, 5)), flush=True)
+    print(
+        row("prev+next+unfinished, full buffer (1e5)", *pair(full_mine, full_peer, 5)), flush=True
+    )
     t_mine, t_peer = pair(lambda: mine.sample_indices(0), lambda: peer.sample_indices(0), 20)
     print(row("sample_indices(0), full buffer (1e5)", t_mine, t_peer), flush=True)
 

@@ -73,7 +73,7 @@ def _gym_loop(venv: gym.vector.VectorEnv) -> Callable[[], None]:
     return step
 
 
-def _interleaved(fns: dict[str, Callable[[], None]], number: int, rounds: int = 5) -> dict:
+def _interleaved(fns: dict[str, Callable[[], None]], number: int, rounds: int = 15) -> dict:
     """Best seconds per call of each function, timed in alternating rounds (fair under load)."""
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(rounds):
@@ -88,7 +88,7 @@ def _bench(task: str, envs: dict[str, Any], number: int, in_process: bool) -> No
         if env is not None:
             fns[name] = _gym_loop(env) if name == "gymnasium" else _contract_loop(env)
     t = _interleaved(fns, number)
-    label = f"{task} x{N} vector step"
+    label = f"{task.split('-')[0]} x{N} step"
     if in_process:
         print(f"{task}: the {N} raw envs in a plain loop take {t['raw'] * 1e6:.1f} us per step")
     for peer in ("tianshou", "gymnasium"):
@@ -97,7 +97,7 @@ def _bench(task: str, envs: dict[str, Any], number: int, in_process: bool) -> No
         print(row(f"{label}, vs {peer}", t["tdrl"], t[peer]).replace("tianshou", peer))
         if in_process:
             over = (t["tdrl"] - t["raw"], t[peer] - t["raw"])
-            print(row(f"{label} overhead over raw, vs {peer}", *over).replace("tianshou", peer))
+            print(row(f"{label} overhead, vs {peer}", *over).replace("tianshou", peer))
     for env in envs.values():
         if env is not None:
             env.close()
@@ -118,7 +118,7 @@ def main() -> None:
         "tianshou": ts.DummyVectorEnv(fns) if ts else None,
         "gymnasium": gym.vector.SyncVectorEnv(fns, autoreset_mode=mode),
     }
-    _bench("CartPole-v1", cartpole, number=2000, in_process=True)
+    _bench("CartPole-v1", cartpole, number=500, in_process=True)
     if os.environ.get("TDRL_BENCH_SKIP_MUJOCO"):
         return
     hop = [lambda: gym.make("Hopper-v5") for _ in range(N)]
@@ -129,7 +129,7 @@ def main() -> None:
             hop, shared_memory=True, context=CTX, autoreset_mode=mode
         ),
     }
-    _bench("Hopper-v5", hopper, number=300, in_process=False)
+    _bench("Hopper-v5", hopper, number=100, in_process=False)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,7 +46,7 @@ def _interleaved(
     return t_ours, t_peer
 
 
-def _fill(n_env: int, steps: int, seed: int = 0) -> tuple[object, TdrlVectorBuffer]:
+def _fill(n_env: int, steps: int, seed: int = 0) -> tuple[Any, TdrlVectorBuffer]:
     """Identical random transitions written into a Tianshou and a tdrl vector buffer."""
     from tianshou.data import Batch
     from tianshou.data import VectorReplayBuffer as TsVectorBuffer
@@ -78,13 +79,13 @@ def bench_gae() -> None:
     v_s = torch.randn(len(idx), 1, generator=gen)
     v_s_ = torch.randn(len(idx), 1, generator=gen)
 
-    def peer() -> object:
+    def peer() -> Any:
         return Algorithm.compute_episodic_return(ts_batch, ts_buf, idx, v_s_, v_s, 0.99, 0.95)
 
-    def ours() -> object:
+    def ours() -> Any:
         return compute_episodic_return(td_batch, td_buf, idx, v_s_, v_s, 0.99, 0.95)
 
-    def ours_on_peer_buf() -> object:
+    def ours_on_peer_buf() -> Any:
         return compute_episodic_return(ts_batch, ts_buf, idx, v_s_, v_s, 0.99, 0.95)
 
     exp, got = peer(), ours()
@@ -107,19 +108,21 @@ def bench_nstep() -> None:
 
     ts_batch, td_batch = ts_buf[idx], td_buf[idx]
 
-    def peer() -> object:
+    def peer() -> Any:
         return Algorithm.compute_nstep_return(ts_batch, ts_buf, idx, target_q, 0.99, 3)
 
-    def ours() -> object:
+    def ours() -> Any:
         return compute_nstep_return(td_batch, td_buf, idx, target_q, 0.99, 3)
 
-    def ours_on_peer_buf() -> object:
+    def ours_on_peer_buf() -> Any:
         return compute_nstep_return({}, ts_buf, idx, target_q, 0.99, 3)
 
     torch.testing.assert_close(ours()["returns"], peer().returns)
     torch.testing.assert_close(ours_on_peer_buf()["returns"], peer().returns)
     print(row("n-step 3, 256 of 1e5 (own buffers)", *_interleaved(ours, peer, 50)), flush=True)
-    print(row("n-step 3, 256 of 1e5 (both on tianshou's)", *_interleaved(ours_on_peer_buf, peer, 50)))
+    print(
+        row("n-step 3, 256 of 1e5 (both on tianshou's)", *_interleaved(ours_on_peer_buf, peer, 50))
+    )
 
 
 def main() -> None:

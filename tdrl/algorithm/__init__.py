@@ -1,1 +1,41 @@
-"""tdrl.algorithm."""
+"""Algorithms (TorchRL loss modules that own their optimizers) and their policies.
+
+Names are loaded lazily, so ``import tdrl.algorithm.returns`` does not import TorchRL
+(whose import switches multiprocessing to ``spawn``).
+
+>>> from tdrl.algorithm import DQN, Algorithm
+>>> issubclass(DQN, Algorithm)
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "AdamOptimizerFactory": "tdrl.algorithm.base",
+    "Algorithm": "tdrl.algorithm.base",
+    "OptimizerFactory": "tdrl.algorithm.base",
+    "Policy": "tdrl.algorithm.base",
+    "within_training_step": "tdrl.algorithm.base",
+    "DQN": "tdrl.algorithm.modelfree.dqn",
+    "DQNPolicy": "tdrl.algorithm.modelfree.dqn",
+    "PPO": "tdrl.algorithm.modelfree.ppo",
+    "ActorPolicy": "tdrl.algorithm.modelfree.ppo",
+    "ProbabilisticActorPolicy": "tdrl.algorithm.modelfree.ppo",
+    "SAC": "tdrl.algorithm.modelfree.sac",
+    "SACPolicy": "tdrl.algorithm.modelfree.sac",
+    "AutoAlpha": "tdrl.algorithm.modelfree.sac",
+    "compute_episodic_return": "tdrl.algorithm.returns",
+    "compute_nstep_return": "tdrl.algorithm.returns",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name on first access."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'tdrl.algorithm' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -29,6 +29,7 @@ from tensordict.nn import TensorDictModuleBase
 from torch import nn
 from torchrl.objectives import LossModule
 
+from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.algorithm.target import FastHardUpdate, FastSoftUpdate, make_target_module
 from tdrl.data.batch import Batch
 
@@ -164,6 +165,14 @@ class Policy(TensorDictModuleBase):
     def forward(self, batch: TensorDictBase, state: Any = None, **kwargs: Any) -> Batch:
         """Compute the action for ``batch["obs"]``; return a Batch with ``act``."""
         raise NotImplementedError
+
+    def __call__(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        """Tianshou style for a :class:`Batch` input (a new Batch comes back); TorchRL style
+        for any other TensorDict (the outputs are written into it and it is returned)."""
+        out = super().__call__(batch, *args, **kwargs)
+        if isinstance(batch, TensorDictBase) and not isinstance(batch, Batch):
+            return batch.update(out)
+        return out
 
     def map_action(self, act: torch.Tensor | np.ndarray) -> np.ndarray:
         """Map a raw action (as stored in the buffer) to the environment's action range.
@@ -315,9 +324,13 @@ class GradStep:
         self.max_grad_norm = max_grad_norm
 
     def step(self, loss: torch.Tensor) -> None:
-        """Zero the gradients, backpropagate ``loss``, clip, and step."""
+        """Zero the gradients, backpropagate ``loss`` into the own parameters only, clip, step.
+
+        Backpropagating only into ``params`` skips the weight gradients of other networks
+        the loss passes through (e.g. the critics under SAC's actor loss).
+        """
         self.optim.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward(inputs=self.params)
         if self.max_grad_norm is not None:
             nn.utils.clip_grad_norm_(self.params, max_norm=self.max_grad_norm, foreach=True)
         self.optim.step()
@@ -385,6 +398,29 @@ class Algorithm(LossModule):
         return upd
 
     # -- data flow ----------------------------------------------------------------------
+    def _nstep_returns(
+        self, batch: Batch, buffer: Any, indices: np.ndarray, gamma: float, n_step: int
+    ) -> Batch:
+        """:func:`compute_nstep_return` with ``self._target_q``; see :meth:`_obs_next`."""
+        self.__dict__["_cur"] = (batch, np.asarray(indices))
+        try:
+            return compute_nstep_return(
+                batch, buffer, indices, self._target_q, gamma=gamma, n_step=n_step
+            )
+        finally:
+            self.__dict__["_cur"] = None
+
+    def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _obs_next(self, buffer: Any, indices: np.ndarray) -> Any:
+        """``buffer[indices]["obs_next"]``, reusing the batch being preprocessed when the
+        indices are its own (always with 1-step returns): saves a second buffer gather."""
+        cur = self.__dict__.get("_cur")
+        if cur is not None and np.array_equal(cur[1], indices):
+            return cur[0]["obs_next"]
+        return buffer[indices]["obs_next"]
+
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
         """Add algorithm-specific keys (returns, advantages...) to a sampled batch."""
         return batch
@@ -410,7 +446,7 @@ class Algorithm(LossModule):
         if buffer is None or len(buffer) == 0:
             return {}
         stats: dict[str, float] = {}
-        with within_training_step(self.policy), _train_mode(self):
+        with within_training_step(self.policy), _train_mode(self, self.policy):
             if self.on_policy:
                 indices = buffer.sample_indices(0)
                 batch = self.preprocess(buffer[indices], buffer, indices)
@@ -465,7 +501,11 @@ class Algorithm(LossModule):
 
 
 @contextlib.contextmanager
-def _train_mode(module: nn.Module) -> Iterator[None]:
+def _train_mode(module: nn.Module, policy: nn.Module) -> Iterator[None]:
+    """Train mode for the update; skips the recursive walk when already in train mode."""
+    if module.training and policy.training:
+        yield
+        return
     was = module.training
     module.train(True)
     try:

@@ -30,8 +30,13 @@ _MAX_LOG_SCALE = 300.0
 
 def _np(x: Any) -> np.ndarray:
     """View ``x`` as a numpy array (no copy for CPU tensors and arrays)."""
+    if isinstance(x, np.ndarray):
+        return x
     if isinstance(x, torch.Tensor):
-        return x.detach().cpu().numpy()
+        try:
+            return x.numpy()
+        except (RuntimeError, TypeError):  # requires grad, or not on the CPU
+            return x.detach().cpu().numpy()
     return np.asarray(x)
 
 
@@ -43,20 +48,20 @@ def _field(batch: Any, key: str) -> Any:
         raise KeyError(f"batch is missing required key {key!r}") from None
 
 
-def _block_constants(g: float, block: int, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cached per-block weights ``g**-j``, ``g**j`` and ``g**(j+1)``, tiled over ``nb`` blocks."""
+def _block_constants(g: float, block: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cached per-block weights ``g**-j`` and ``g**j``, tiled over ``nb`` blocks."""
     key = (g, block, nb)
     consts = _CONST_CACHE.get(key)
     if consts is None:
         if len(_CONST_CACHE) >= 32:
             _CONST_CACHE.clear()
         w = g ** np.arange(block, dtype=np.float64)
-        consts = (np.tile(1.0 / w, nb), np.tile(w, nb), np.tile(g * w, nb))
+        consts = (np.tile(1.0 / w, nb), np.tile(w, nb))
         _CONST_CACHE[key] = consts
     return consts
 
 
-_CONST_CACHE: dict[tuple[float, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_CONST_CACHE: dict[tuple[float, int, int], tuple[np.ndarray, np.ndarray]] = {}
 
 
 def discounted_segment_sum(a: np.ndarray, end: np.ndarray, g: float) -> np.ndarray:
@@ -93,33 +98,43 @@ def discounted_segment_sum(a: np.ndarray, end: np.ndarray, g: float) -> np.ndarr
     nb = -(-n // bmax)
     block = -(-n // nb)
     size = nb * block
-    w_neg, w_pos, w_carry = _block_constants(g, block, nb)
+    w_neg, w_pos = _block_constants(g, block, nb)
     # reversed, rescaled terms; padding (a zero tail in reversed time) changes nothing
     y = np.empty(size)
     np.multiply(a[::-1], w_neg[:n], out=y[:n])
     y[n:] = 0.0
     prefix = torch.from_numpy(y).view(nb, block).cumsum(1).numpy().reshape(-1)
     # runs start at every reset (an end, in reversed time) and at every block start
-    starts = np.empty(size, dtype=bool)
-    starts[:n] = end[::-1]
-    starts[n:] = False
-    reset_at = starts[::block].copy()
+    starts = np.zeros(size, dtype=bool)
+    starts[(n - 1) - np.flatnonzero(end)] = True
+    reset_at_block = starts[::block].copy()
     starts[::block] = True
     run_start = np.flatnonzero(starts)
-    lengths = np.diff(run_start, append=size)
+    lengths = np.empty_like(run_start)
+    np.subtract(run_start[1:], run_start[:-1], out=lengths[:-1])
+    lengths[-1] = size - run_start[-1]
+    before = prefix[run_start - 1]
     at_block_start = run_start % block == 0
-    before = np.where(at_block_start, 0.0, prefix[run_start - 1])
-    out = np.empty(size)
-    np.subtract(prefix, np.repeat(before, lengths), out=out)
-    out *= w_pos
+    before[at_block_start] = 0.0
+    prefix -= np.repeat(before, lengths)  # now y[j] = g**j * prefix[j] inside each block
     if nb > 1:
-        # the first run of block b > 0, unless it starts with a reset, continues block b - 1
-        head = at_block_start & (run_start > 0)
-        head[head] = ~reset_at[run_start[head] // block]
-        carry = np.where(head, out[run_start - 1], 0.0)
-        out += np.repeat(carry, lengths) * w_carry
+        # The first run of block b > 0 continues block b - 1 unless it starts with a reset:
+        # it gains g**(j+1) * (last y of block b - 1), i.e. the constant g * that y in the
+        # unscaled prefix. A short loop over blocks when they are few (the usual case).
+        last_w = w_pos[block - 1] * g
+        if nb <= 16:
+            head_len = lengths[at_block_start]
+            for b in range(1, nb):
+                if not reset_at_block[b]:
+                    start = b * block
+                    prefix[start : start + head_len[b]] += prefix[start - 1] * last_w
+        else:
+            head = at_block_start & (run_start > 0)
+            head[head] = ~reset_at_block[run_start[head] // block]
+            carry = np.where(head, prefix[run_start - 1] * last_w, 0.0)
+            prefix += np.repeat(carry, lengths)
     x = np.empty(n)
-    x[::-1] = out[:n]
+    np.multiply(prefix[:n], w_pos[:n], out=x[::-1])
     return x
 
 
@@ -228,9 +243,12 @@ def _unfinished_mask(buffer: Any, index: np.ndarray) -> np.ndarray | None:
     unfinished = _np(buffer.unfinished_index())
     if unfinished.size == 0:
         return None
-    mark = np.zeros(_np(buffer.done).shape[0], dtype=bool)
+    size = getattr(buffer, "maxsize", None)
+    if not isinstance(size, int | np.integer):
+        size = _np(buffer.done).shape[0]
+    mark = np.zeros(size, dtype=bool)
     mark[unfinished] = True
-    return mark[index]
+    return np.take(mark, index)
 
 
 def compute_nstep_return(
@@ -305,6 +323,12 @@ def compute_nstep_return(
     if unfinished is not None:
         end |= unfinished
     rew = _np(buffer.rew)
+    if rew.ndim > 1:
+        if math.prod(rew.shape[1:]) != 1:
+            raise ValueError(
+                f"buffer.rew: expected one scalar reward per step, got shape {tuple(rew.shape)}"
+            )
+        rew = rew.reshape(-1)
     ret = np.zeros(n_idx)
     steps = np.full(n_idx, n_step)
     for k in range(n_step - 1, -1, -1):

@@ -1,21 +1,51 @@
 """``Batch``: a :class:`tensordict.TensorDict` with Tianshou's ``Batch`` semantics.
 
-``Batch`` is a real ``TensorDict`` subclass, so every TensorDict/TorchRL function accepts it,
-and adds what Tianshou users expect: construction from keyword arguments, dicts, lists of
-samples, numpy arrays and Python scalars; attribute access (``b.obs``, ``b.obs = x``,
-``del b.obs``); ``Batch.stack`` / ``Batch.cat`` / ``split`` that fill missing keys;
-``empty_`` / ``Batch.empty``; ``to_numpy`` / ``to_torch``; a Tianshou-style repr.
+``Batch`` is a real ``TensorDict`` subclass, so every TensorDict/TorchRL function accepts it
+(``torch.stack``, ``torch.cat``, ``clone``, ``apply``, ``to``, replay-buffer storages, ...)
+and the results of indexing, stacking and slicing are Batches again, nested entries too.
+On top it adds what Tianshou users expect: construction from keyword arguments, dicts,
+lists of samples, numpy arrays and Python scalars; attribute access (``b.obs``,
+``b.obs = x``, ``del b.obs``); ``Batch.stack`` / ``Batch.cat`` / ``split`` that fill missing
+keys; ``empty_`` / ``Batch.empty``; ``to_numpy`` / ``to_torch``; a Tianshou-style repr.
 
-Conversion rules (dtype policy) are documented in :mod:`tdrl.data.batch_ops`.
+Conversion rules (the dtype policy: numpy dtypes are kept and numpy memory is shared, Python
+floats become float64 and ints int64 as in numpy/Tianshou) are in :mod:`tdrl.data.batch_ops`.
 
-Batch size: given explicitly with ``batch_size=``, or inferred as the leading dimensions on
-which all entries agree (a numeric scalar entry makes the Batch 0-d, as in Tianshou).
-Single non-tensor objects (strings, ``None``) and empty nested Batches do not constrain it.
-A Batch whose batch size was inferred re-infers it when a new key is set through
-attribute or string-item assignment (it can only shrink to the common leading dims, and the
-new entry must agree on the first dim or be a scalar); a Batch with no entries adopts the
-shape of its first entry. An index with more dimensions than the batch size (``b[:, 1]`` on
-a 1-d Batch) is applied leaf by leaf, as Tianshou does.
+Batch size: given with ``batch_size=``, or inferred as the leading dimensions on which all
+entries agree; a scalar entry (number or single object such as a string) makes the Batch
+0-d, as in Tianshou. Empty nested Batches do not constrain it. A Batch whose batch size was
+inferred re-infers it when a key is set by attribute or string item (it shrinks to the
+common leading dims; the new entry must agree on the first dim, so a numeric scalar set on a
+batched Batch raises instead of silently making it 0-d; a single object such as a string is
+shared by all samples); a 0-d Batch with no entries adopts the full shape of its first
+entry. An explicit batch size never
+changes: a disagreeing entry raises ``ValueError`` naming the key and both shapes. An index
+with more dimensions than the batch size (``b[:, 1]`` on a 1-d Batch) is applied leaf by
+leaf, as Tianshou does.
+
+Deliberate differences from Tianshou 2.0.1:
+
+* Entries are always tensors (or TensorDict non-tensor data), never numpy arrays.
+  ``to_numpy()`` therefore returns a nested dict of numpy arrays (zero-copy on CPU), and
+  ``to_numpy_()`` only detaches and moves tensors to the CPU in place.
+* Leading dims that disagree give the agreeing prefix, not Tianshou's per-dim minimum:
+  ``Batch(a=np.zeros((2, 2)), b=[[5, -5]])`` is 0-d (Tianshou: shape ``[1, 2]``), so ``len``
+  and iteration raise ``TypeError``; ``data[0]`` and ``data[:, 1] += 1`` still work leaf-wise
+  with Tianshou's values.
+* ``split`` defaults to ``shuffle=False`` (Tianshou: ``True``) and returns a list; a list of
+  sizes or ``dim=`` keeps ``TensorDict.split``'s meaning.
+* ``Batch.empty(b)`` on the class is Tianshou's; ``b.empty()`` on an instance is
+  TensorDict's (same batch size, no keys), because TensorDict's internals call it.
+* Item assignment ``b[i] = other`` creates keys that only ``other`` has (zero elsewhere,
+  as TensorDict does; Tianshou raises). Keys only ``b`` has are reset to 0 / ``None`` at
+  ``i``, as in Tianshou. ``Batch.cat`` fills missing keys (Tianshou 2.0.1 raises).
+* Keys that are TensorDict attributes (``data``, ``names``, ``shape``, ``device``,
+  ``batch_size``, ``keys``, ``items``, ``values``, ``get``, ``split``, ``mean``, ...) are read
+  and written with ``b["key"]``; none of the reserved RL keys collides.
+* Object columns read back (``b.key`` / ``b["key"]``) as numpy object arrays, strings as
+  ``str``; ``b.get(key)`` returns TensorDict's ``NonTensorStack`` / ``NonTensorData``.
+* ``np.mean(b)`` is not supported: use ``b.mean(0)`` (TensorDict). ``bool(b)`` raises, as
+  for any TensorDict. ``-`` works (Tianshou has no ``__sub__``).
 
 Example:
     >>> import numpy as np, torch
@@ -28,6 +58,8 @@ Example:
     tensor([1, 2])
     >>> type(b[0].info).__name__
     'Batch'
+    >>> Batch(obs=np.arange(6).reshape(2, 3), act=np.zeros((2, 2)))[:, 1].obs  # leaf-wise
+    tensor([1, 4])
 """
 
 from __future__ import annotations
@@ -39,49 +71,36 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_non_tensor
 
+from tdrl.data.batch_index import (
+    FAST_INDEX,
+    empty_at,
+    fast_index,
+    index_ndim,
+    is_key,
+    leafwise_get,
+    leafwise_set,
+)
 from tdrl.data.batch_ops import (
     NUMERIC_KINDS,
-    ObjectEntry,
+    BatchShapeError,
     batch_repr,
     common_prefix,
     convert_value,
     entry_shape,
+    fit_entry,
     from_numpy,
+    inference_shape,
     object_array,
-    wrap_object,
+    shape_str,
 )
 from tdrl.data.batch_stack import cat_batches, empty_batch_, stack_batches
 
-__all__ = ["Batch"]
+__all__ = ["Batch", "BatchShapeError"]
 
 
-def _index_ndim(index: Any) -> int | None:
-    """Number of batch dims an index consumes, or ``None`` when it holds an Ellipsis."""
-    items = index if isinstance(index, tuple) else (index,)
-    n = 0
-    for i in items:
-        if i is None:
-            continue
-        if i is Ellipsis:
-            return None
-        if isinstance(i, (torch.Tensor, np.ndarray)) and i.dtype in (torch.bool, np.bool_):
-            n += i.ndim
-        else:
-            n += 1
-    return n
-
-
-_FAST_INDEX = frozenset({int, slice, np.ndarray, torch.Tensor})
-
-
-def _is_key(index: Any) -> bool:
-    return isinstance(index, str) or (
-        isinstance(index, tuple) and len(index) > 0 and all(isinstance(i, str) for i in index)
-    )
-
-
-def _shape_str(shape: Any) -> str:
-    return str(list(shape))
+_TD_UPDATE_OPTIONS = frozenset(
+    {"non_blocking", "keys_to_update", "is_leaf", "update_batch_size", "ignore_lock"}
+)
 
 
 class _HybridEmpty:
@@ -141,12 +160,20 @@ class Batch(TensorDict):
             raise ValueError("Batch takes either a mapping/sequence or keyword entries, not both.")
         if batch_dict is None:
             source: Mapping[str, Any] = kwargs
+        elif type(batch_dict) is dict:
+            source = batch_dict
+            for key in source:
+                if type(key) is not str:
+                    raise TypeError(f"Batch keys must be str, got {key!r} ({type(key).__name__}).")
         elif isinstance(batch_dict, TensorDictBase):
             if batch_size is None:
                 batch_size = batch_dict.batch_size
             source = {k: batch_dict._get_str(k, None) for k in batch_dict.keys()}  # noqa: SIM118
         elif isinstance(batch_dict, Mapping):
             source = batch_dict
+            for key in source:
+                if type(key) is not str:
+                    raise TypeError(f"Batch keys must be str, got {key!r} ({type(key).__name__}).")
         elif isinstance(batch_dict, (list, tuple, np.ndarray)):
             stacked = type(self).stack([convert_value(x, type(self)) for x in batch_dict])
             source = dict(stacked._tensordict)
@@ -159,7 +186,7 @@ class Batch(TensorDict):
         cls = type(self)
         entries: dict[str, Any] = {}
         shapes: list[tuple[int, ...]] = []
-        others = False  # entries that are not plain tensors need _fit
+        others: list[str] = []  # entries that are not plain tensors need fit_entry
         for key, value in source.items():
             vtype = type(value)
             if vtype is np.ndarray and value.dtype.kind in NUMERIC_KINDS and not copy:
@@ -167,12 +194,10 @@ class Batch(TensorDict):
             elif vtype is torch.Tensor and not copy:
                 entry = value
             else:
-                if not isinstance(key, str):
-                    raise TypeError(f"Batch keys must be str, got {key!r} ({vtype.__name__}).")
                 entry = convert_value(value, cls, copy)
                 if type(entry) is not torch.Tensor:
-                    others = True
-                    shape = _inference_shape(entry)
+                    others.append(key)
+                    shape = inference_shape(entry)
                     if shape is not None:
                         shapes.append(shape)
                     entries[key] = entry
@@ -185,9 +210,13 @@ class Batch(TensorDict):
         else:
             bs = torch.Size([batch_size] if isinstance(batch_size, int) else batch_size)
             inferred = False
-        if others or not inferred:
+        if not inferred:
+            nb = len(bs)
             for key, entry in entries.items():
-                entries[key] = _fit(key, entry, bs)
+                if type(entry) is torch.Tensor and entry.shape[:nb] != bs:
+                    fit_entry(key, entry, bs)  # raises the error naming the key
+        for key in others:
+            entries[key] = fit_entry(key, entries[key], bs)
         if device is None and names is None and not lock:
             attrs = self.__dict__
             attrs["_tensordict"] = entries
@@ -204,7 +233,7 @@ class Batch(TensorDict):
                 lock=lock,
             )
         if inferred:
-            self._inferred = True
+            self.__dict__["_inferred"] = True
 
     # ------------------------------------------------------------------ attribute access
     def __getattr__(self, name: str) -> Any:
@@ -221,8 +250,16 @@ class Batch(TensorDict):
         return self[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name[0] == "_" or hasattr(type(self), name):
+        if name[0] == "_":
             object.__setattr__(self, name, value)
+        elif hasattr(type(self), name):
+            try:
+                object.__setattr__(self, name, value)
+            except AttributeError:
+                raise AttributeError(
+                    f"{name!r} is a read-only TensorDict attribute of {type(self).__name__}; "
+                    f"set the entry with batch[{name!r}] = value"
+                ) from None
         else:
             self._set_key(name, value)
 
@@ -234,22 +271,56 @@ class Batch(TensorDict):
 
     def _set_key(self, key: str, value: Any) -> None:
         entry = convert_value(value, type(self))
-        shape = _inference_shape(entry)
+        shape = inference_shape(entry)
         bs: torch.Size = self.__dict__["_batch_size"]
         if shape is not None:
-            if not self._tensordict:
+            if not self._tensordict and (not bs or self._inferred):
                 bs = self.__dict__["_batch_size"] = torch.Size(shape)
                 self._inferred = True
             elif shape[: len(bs)] != tuple(bs):
-                if self._inferred and (len(shape) == 0 or shape[0] == bs[0]):
+                if self._inferred and len(shape) > 0 and shape[0] == bs[0]:
                     bs = torch.Size(common_prefix([tuple(bs), shape]))
                     self.batch_size = bs
                 elif entry_shape(entry) is not None:
-                    raise ValueError(
-                        f"Batch entry {key!r} has shape {_shape_str(shape)}, whose leading "
-                        f"dimensions do not match the batch size {_shape_str(bs)}."
+                    raise BatchShapeError(
+                        f"Batch entry {key!r} has shape {shape_str(shape)}, whose leading "
+                        f"dimensions do not match the batch size {shape_str(bs)}."
                     )
-        TensorDict._set_str(self, key, _fit(key, entry, bs), inplace=False, validated=False)
+        TensorDict._set_str(self, key, fit_entry(key, entry, bs), inplace=False, validated=False)
+
+    def update(  # type: ignore[override]
+        self,
+        input_dict_or_td: Any = None,
+        clone: bool = False,
+        inplace: bool = False,
+        **kwargs: Any,
+    ) -> Batch:
+        """Set entries from a mapping and/or keyword arguments (``b.update(x=1)``).
+
+        Plain mappings and keyword entries go through the Batch conversion rules (nested
+        mappings update nested Batches); a TensorDict source or TensorDict's options
+        (``clone``, ``inplace``, ``keys_to_update``, ...) use :meth:`TensorDict.update`.
+
+        Example:
+            >>> b = Batch(a=[0, 0])
+            >>> b.update({"n": {"x": [1.0, 2.0]}}, c=[3, 4]).n.x
+            tensor([1., 2.], dtype=torch.float64)
+        """
+        td_options = kwargs.keys() & _TD_UPDATE_OPTIONS
+        if clone or inplace or td_options or isinstance(input_dict_or_td, TensorDictBase):
+            if td_options != kwargs.keys():
+                raise TypeError("keyword entries cannot be mixed with TensorDict.update options.")
+            TensorDict.update(self, input_dict_or_td, clone, inplace, **kwargs)
+            return self
+        items = dict(input_dict_or_td or {})
+        items.update(kwargs)
+        for key, value in items.items():
+            current = self._tensordict.get(key)
+            if isinstance(current, Batch) and isinstance(value, Mapping):
+                current.update(value)
+            else:
+                self._set_key(key, value)
+        return self
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Any:
@@ -261,85 +332,24 @@ class Batch(TensorDict):
                 return object_array(value, self.batch_size)
             return TensorDict.__getitem__(self, index)
         itype = type(index)
-        if itype in _FAST_INDEX and self._batch_size:
-            out = self._fast_index(index, itype)
+        if itype in FAST_INDEX and self.__dict__["_batch_size"]:
+            out = fast_index(self, index, itype)
             if out is not None:
                 return out
-        if _is_key(index):
+        if is_key(index):
             return TensorDict.__getitem__(self, index)
-        ndim = _index_ndim(index)
+        ndim = index_ndim(index)
         if ndim is not None and ndim > self.batch_dims:
-            return self._leafwise_get(index)
+            return leafwise_get(self, index)
         return TensorDict.__getitem__(self, index)
 
     __getitems__ = __getitem__
-
-    def _fast_index(self, index: Any, itype: type) -> Batch | None:
-        """Index along dim 0 with an int, a slice or a 1-d integer array, leaf by leaf.
-
-        Integer arrays go through one ``index_select`` per tensor (cheaper than TensorDict's
-        generic path and than torch's advanced indexing). Returns ``None`` (use TensorDict's
-        path) for non-tensor entries, boolean or multi-dim indices and locked/named Batches.
-        """
-        if self._td_dim_names is not None or self._is_locked:
-            return None
-        bs: torch.Size = self.__dict__["_batch_size"]
-        if itype is int:
-            new_bs = bs[1:]
-            t_index = None
-        elif itype is slice:
-            new_bs = torch.Size((len(range(*index.indices(bs[0]))), *bs[1:]))
-            t_index = None
-        else:
-            if index.ndim != 1:
-                return None
-            t_index = torch.from_numpy(index) if itype is np.ndarray else index
-            if t_index.dtype not in (torch.int64, torch.int32):
-                return None
-            if t_index.numel() and int(t_index.min()) < 0:
-                t_index = t_index % bs[0]
-            new_bs = torch.Size((t_index.shape[0], *bs[1:]))
-        out: dict[str, Any] = {}
-        for key, value in self._tensordict.items():
-            if type(value) is torch.Tensor:
-                if t_index is None:
-                    out[key] = value[index]
-                else:
-                    if t_index.device != value.device:
-                        t_index = t_index.to(value.device)
-                    out[key] = value.index_select(0, t_index)
-            elif type(value) is type(self):
-                sub = value._fast_index(index, itype)
-                if sub is None:
-                    return None
-                out[key] = sub
-            else:
-                return None
-        result = type(self).__new__(type(self))
-        attrs = result.__dict__
-        attrs["_tensordict"] = out
-        attrs["_batch_size"] = new_bs
-        attrs["_device"] = self._device
-        attrs["_td_dim_names"] = None
-        return result
-
-    def _leafwise_get(self, index: Any) -> Batch:
-        out: dict[str, Any] = {}
-        for key, value in self._tensordict.items():
-            try:
-                out[key] = _index_leaf(value, index)
-            except (IndexError, RuntimeError, TypeError, ValueError) as err:
-                raise IndexError(
-                    f"cannot index Batch entry {key!r} of shape {_shape_str(entry_shape(value))} "
-                    f"with {index!r}: {err}"
-                ) from err
-        return type(self)(out)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         if isinstance(index, str):
             self._set_key(index, value)
             return
-        if _is_key(index):
+        if is_key(index):
             TensorDict.__setitem__(self, index, value)
             return
         if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
@@ -347,26 +357,13 @@ class Batch(TensorDict):
         if not isinstance(value, TensorDictBase):
             TensorDict.__setitem__(self, index, value)
             return
-        ndim = _index_ndim(index)
+        ndim = index_ndim(index)
         if ndim is not None and ndim > self.batch_dims:
-            self._leafwise_set(index, value)
+            leafwise_set(self, index, value)
             return
         TensorDict.__setitem__(self, index, value)
         for key in self._tensordict.keys() - set(value.keys()):
-            _empty_at(self, key, index)
-
-    def _leafwise_set(self, index: Any, value: TensorDictBase) -> None:
-        vkeys = set(value.keys())
-        for key, leaf in self._tensordict.items():
-            if key not in vkeys:
-                _empty_at(self, key, index)
-            elif isinstance(leaf, (Batch, torch.Tensor)):
-                leaf[index] = value.get(key)
-            else:
-                raise IndexError(
-                    f"cannot assign to non-tensor Batch entry {key!r} with index {index!r} "
-                    "beyond the batch dimensions."
-                )
+            empty_at(self, key, index)
 
     # ------------------------------------------------------------------ sizes
     def __len__(self) -> int:
@@ -463,15 +460,13 @@ class Batch(TensorDict):
             size = length
         if size < 1:
             raise ValueError(f"split size must be >= 1 or -1, got {size}.")
-        if shuffle:
-            indices: Any = torch.randperm(length)
-        else:
-            indices = None
+        # shuffling gathers once, then every chunk is a cheap slice of the permuted copy
+        source = self[torch.randperm(length)] if shuffle and length > 1 else self
         merge_last = merge_last and length % size > 0
         chunks = []
         for start in range(0, length, size):
             stop = length if merge_last and start + 2 * size >= length else start + size
-            chunks.append(self[start:stop] if indices is None else self[indices[start:stop]])
+            chunks.append(source[start:stop])
             if stop >= length:
                 break
         return chunks
@@ -527,7 +522,7 @@ class Batch(TensorDict):
             >>> Batch(a=[1, 2]).to_torch(torch.float32).a
             tensor([1., 2.])
         """
-        return self.clone(recurse=False).to_torch_(dtype, device)
+        return _tree_copy(self).to_torch_(dtype, device)
 
     def to_torch_(self, dtype: torch.dtype | None = None, device: Any = "cpu") -> Batch:
         """In-place :meth:`to_torch`: replace every tensor by its converted version."""
@@ -536,7 +531,9 @@ class Batch(TensorDict):
             if isinstance(value, torch.Tensor):
                 self._tensordict[key] = value.to(device=dev, dtype=dtype)
             elif isinstance(value, Batch):
-                self._tensordict[key] = value.clone(recurse=False).to_torch_(dtype, device)
+                value.to_torch_(dtype, device)
+        if self.__dict__.get("_device") is not None:
+            self.__dict__["_device"] = dev
         return self
 
     # ------------------------------------------------------------------ conversion
@@ -562,53 +559,10 @@ class Batch(TensorDict):
         return cls._new_unsafe(source, batch_size=td.batch_size, device=td.device, nested=False)
 
 
-def _inference_shape(value: Any) -> tuple[int, ...] | None:
-    """Shape used to infer the batch size: a single non-tensor object counts as 0-d."""
-    if isinstance(value, ObjectEntry) and value.shape is None:
-        return ()
-    return entry_shape(value)
-
-
-def _fit(key: str, value: Any, bs: torch.Size) -> Any:
-    """Check ``value`` against the batch size ``bs`` and wrap non-tensor data for it."""
-    if isinstance(value, ObjectEntry):
-        if value.shape is not None and value.shape[: len(bs)] != tuple(bs):
-            raise ValueError(
-                f"Batch entry {key!r} has shape {_shape_str(value.shape)}, whose leading "
-                f"dimensions do not match the batch size {_shape_str(bs)}."
-            )
-        return wrap_object(value, bs)
-    shape = entry_shape(value)
-    if shape is None:
-        if isinstance(value, TensorDictBase) and tuple(value.batch_size) != tuple(bs):
-            value = value.clone(recurse=False)
-            value.batch_size = bs
-        return value
-    if shape[: len(bs)] != tuple(bs):
-        raise ValueError(
-            f"Batch entry {key!r} has shape {_shape_str(shape)}, whose leading dimensions "
-            f"do not match the batch size {_shape_str(bs)}."
-        )
-    return value
-
-
-def _index_leaf(value: Any, index: Any) -> Any:
-    if isinstance(value, NonTensorData):
-        data = value.data
-        return data[index] if isinstance(data, np.ndarray) else data
-    if isinstance(value, NonTensorStack):
-        return np.asarray(value.tolist(), dtype=object)[index]
-    return value[index]
-
-
-def _empty_at(batch: Batch, key: str, index: Any) -> None:
-    """Tianshou's fill for keys missing from an item assignment: 0, empty Batch or None."""
-    leaf = batch._tensordict[key]
-    if isinstance(leaf, torch.Tensor):
-        leaf[index] = 0
-    elif isinstance(leaf, Batch):
-        leaf.empty_(index)
-    elif isinstance(leaf, NonTensorStack):
-        arr = np.asarray(leaf.tolist(), dtype=object)
-        arr[index] = None
-        batch._tensordict[key] = wrap_object(ObjectEntry(arr, arr.shape), batch.batch_size)
+def _tree_copy(batch: Batch) -> Batch:
+    """Copy of the Batch structure (nested Batches too) that shares the tensors."""
+    out = batch.clone(recurse=False)
+    for key, value in out._tensordict.items():
+        if isinstance(value, Batch):
+            out._tensordict[key] = _tree_copy(value)
+    return out

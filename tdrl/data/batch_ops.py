@@ -13,8 +13,11 @@ Conversion policy (the dtype policy of :class:`~tdrl.data.batch.Batch`):
 * A list/tuple/object array whose items are all mappings (dicts, Batches, TensorDicts) is
   stacked into a nested Batch (one sample per item).
 * Anything else (strings, ``None``, arbitrary objects, mixed lists, object or string arrays)
-  is non-tensor data. Sequences of such objects are split along the batch dimensions
-  (``NonTensorStack``); single objects are shared by every sample (``NonTensorData``).
+  is non-tensor data, converted with numpy first as Tianshou does (``["a", 1]`` holds
+  ``'1'``). Sequences of such objects are split along the batch dimensions
+  (``NonTensorStack``). A single object counts as a 0-d entry when the batch size is
+  inferred (``Batch(a=[1, 2], s="x")`` is 0-d, as in Tianshou); with an explicit batch size
+  it is stored once (``NonTensorData``) and shared by every sample.
 """
 
 from __future__ import annotations
@@ -24,17 +27,21 @@ from typing import Any
 
 import numpy as np
 import torch
-from tensordict import NonTensorData, NonTensorStack, TensorDictBase
+from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 
 __all__ = [
     "NUMERIC_KINDS",
+    "BatchShapeError",
     "ObjectEntry",
     "batch_repr",
     "common_prefix",
     "convert_value",
     "entry_shape",
+    "fit_entry",
     "from_numpy",
+    "inference_shape",
     "object_array",
+    "shape_str",
     "wrap_object",
 ]
 
@@ -45,6 +52,14 @@ _SCALAR_DTYPES: dict[type, torch.dtype] = {
     float: torch.float64,
     complex: torch.complex128,
 }
+
+
+class BatchShapeError(ValueError, RuntimeError):
+    """An entry's leading dimensions disagree with a Batch's batch size.
+
+    A ``ValueError`` (Tianshou-style) that is also a ``RuntimeError``, the type TensorDict
+    raises for the same mistake, so code written for either keeps catching it.
+    """
 
 
 class ObjectEntry:
@@ -120,10 +135,10 @@ def convert_value(value: Any, cls: Any, copy: bool = False) -> Any:
         return cls.from_tensordict(value.clone() if copy else value)
     if isinstance(value, Mapping):
         return cls(dict(value), copy=copy)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, range)):
         if len(value) > 0:
             if all(isinstance(x, torch.Tensor) for x in value):
-                return torch.stack(list(value))
+                return torch.stack([x for x in value if isinstance(x, torch.Tensor)])
             if all(_is_mapping(x) for x in value):
                 return cls.stack([x if isinstance(x, cls) else cls(x) for x in value])
         try:
@@ -141,34 +156,40 @@ def convert_value(value: Any, cls: Any, copy: bool = False) -> Any:
 
 def entry_shape(value: Any) -> tuple[int, ...] | None:
     """Shape that constrains the batch size, or ``None`` for entries that adapt to any size."""
-    if isinstance(value, torch.Tensor):
+    vtype = type(value)
+    if vtype is torch.Tensor or isinstance(value, torch.Tensor):
         return tuple(value.shape)
-    if isinstance(value, ObjectEntry):
+    if vtype is ObjectEntry:
         return value.shape
-    if isinstance(value, (NonTensorData, NonTensorStack)):
-        return tuple(value.batch_size) if isinstance(value, NonTensorStack) else None
-    if isinstance(value, TensorDictBase):
-        if value.is_empty() and not value.keys():
-            return None
+    if isinstance(value, TensorDict):  # Batch and TensorDict (NonTensor* are not TensorDicts)
+        return tuple(value.batch_size) if len(value._tensordict) > 0 else None
+    if isinstance(value, NonTensorStack):
         return tuple(value.batch_size)
+    if isinstance(value, TensorDictBase) and not isinstance(value, NonTensorData):
+        return tuple(value.batch_size) if len(value.keys()) > 0 else None
     return None
 
 
 def common_prefix(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
-    """Longest run of leading dimensions on which every shape agrees."""
+    """Longest run of leading dimensions on which every shape agrees.
+
+    Example:
+        >>> common_prefix([(4, 3), (4,), (4, 3, 2)]), common_prefix([(2, 2), (1, 2)])
+        ((4,), ())
+    """
     if not shapes:
         return ()
     first = shapes[0]
-    if all(s == first for s in shapes):
-        return tuple(first)
-    n = min(len(s) for s in shapes)
-    out: list[int] = []
-    for d in range(n):
-        size = first[d]
-        if any(s[d] != size for s in shapes):
+    n = len(first)
+    for shape in shapes:
+        if n == 0:
             break
-        out.append(size)
-    return tuple(out)
+        m = min(n, len(shape))
+        i = 0
+        while i < m and shape[i] == first[i]:
+            i += 1
+        n = i
+    return tuple(first[:n])
 
 
 def _build_stack(arr: np.ndarray, batch_size: tuple[int, ...]) -> NonTensorStack:
@@ -231,3 +252,40 @@ def batch_repr(batch: TensorDictBase) -> str:
     if not lines:
         return f"{name}()"
     return f"{name}(\n" + "\n".join(lines) + "\n)"
+
+
+def shape_str(shape: Any) -> str:
+    """A shape as a list string, for error messages."""
+    return str(list(shape)) if shape is not None else "[]"
+
+
+def inference_shape(value: Any) -> tuple[int, ...] | None:
+    """Shape used to infer the batch size: a single non-tensor object counts as 0-d."""
+    if isinstance(value, ObjectEntry) and value.shape is None:
+        return ()
+    return entry_shape(value)
+
+
+def fit_entry(key: str, value: Any, bs: torch.Size) -> Any:
+    """Check ``value`` against the batch size ``bs`` and wrap non-tensor data for it."""
+    if isinstance(value, ObjectEntry):
+        if value.shape is not None and value.shape[: len(bs)] != tuple(bs):
+            raise BatchShapeError(
+                f"Batch entry {key!r} has shape {shape_str(value.shape)}, whose leading "
+                f"dimensions do not match the batch size {shape_str(bs)}."
+            )
+        return wrap_object(value, bs)
+    shape = entry_shape(value)
+    if shape is None:
+        if isinstance(value, TensorDictBase) and tuple(value.batch_size) != tuple(bs):
+            if len(value.keys()) > 0:
+                value = value.clone(recurse=False)
+            value.batch_size = bs  # an empty Batch is resized in place and stays shared
+            value.__dict__.pop("_inferred", None)  # its size now follows the parent's
+        return value
+    if shape[: len(bs)] != tuple(bs):
+        raise BatchShapeError(
+            f"Batch entry {key!r} has shape {shape_str(shape)}, whose leading dimensions "
+            f"do not match the batch size {shape_str(bs)}."
+        )
+    return value

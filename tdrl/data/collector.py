@@ -130,6 +130,8 @@ class Collector:
     10
     """
 
+    _rounds_n_step = True  # n_step mode steps every env, so it rounds up to a multiple of N
+
     def __init__(
         self,
         policy: Any,
@@ -290,7 +292,7 @@ class Collector:
                     "collect(..., reset_before_collect=True) first"
                 )
             self.reset(reset_buffer=False, gym_reset_kwargs=kwargs)
-        if n_step is not None and n_step % self.env_num != 0:
+        if self._rounds_n_step and n_step is not None and n_step % self.env_num != 0:
             warnings.warn(
                 f"n_step={n_step} is not a multiple of the number of envs ({self.env_num}); "
                 f"{-(-n_step // self.env_num) * self.env_num} steps will be collected",
@@ -299,7 +301,7 @@ class Collector:
         start = time.perf_counter()
         step_count, returns, lens = self._run(n_step, n_episode, random, render, kwargs)
         if n_episode is not None:
-            self.reset_env(gym_reset_kwargs=kwargs)
+            self._finish_episode_collect(kwargs)
         elapsed = max(time.perf_counter() - start, 1e-9)
         self.collect_step += step_count
         self.collect_episode += len(returns)
@@ -307,6 +309,10 @@ class Collector:
         return CollectStats.from_episodes(
             np.asarray(returns), np.asarray(lens), step_count, elapsed
         )
+
+    def _finish_episode_collect(self, reset_kwargs: dict[str, Any]) -> None:
+        """After an n_episode collect every env starts afresh (Tianshou's rule)."""
+        self.reset_env(gym_reset_kwargs=reset_kwargs)
 
     def _run(
         self,
@@ -429,3 +435,117 @@ def load_collector_state_dict(collector: Collector, state: dict[str, Any]) -> No
         )
     else:
         collector.reset_env()
+
+
+class AsyncCollector(Collector):
+    """Collector for async vector envs (``wait_num < N`` or a ``timeout``).
+
+    Each ``env.step`` returns only the envs that finished stepping; the others keep running
+    with the actions they were sent, across ``collect`` calls. Because results arrive in
+    whatever order the envs finish, ``collect`` gathers *at least* ``n_step`` steps or
+    ``n_episode`` episodes, and envs are not reset after an ``n_episode`` collect.
+
+    >>> from tdrl.env.testing import MoveToRightEnv
+    >>> from tdrl.data.buffer import VectorReplayBuffer
+    >>> envs = DummyVectorEnv([lambda: MoveToRightEnv(3)] * 2, wait_num=1)
+    >>> c = AsyncCollector(None, envs, VectorReplayBuffer(20, 2))
+    >>> c.reset(seed=0)
+    >>> c.collect(n_step=4, random=True).n_collected_steps >= 4
+    True
+    """
+
+    _rounds_n_step = False
+
+    def __init__(
+        self, policy: Any, env: Any, buffer: Any = None, exploration_noise: bool = False
+    ) -> None:
+        super().__init__(policy, env, buffer, exploration_noise)
+        if not self.env.is_async:
+            warnings.warn(
+                "AsyncCollector got a synchronous vector env; give it wait_num or timeout",
+                stacklevel=2,
+            )
+        self._ready = np.arange(self.env_num)
+        self._pending_act: np.ndarray | None = None
+        self._pending_policy: Any = None
+
+    def reset_env(
+        self, seed: int | None = None, gym_reset_kwargs: dict[str, Any] | None = None
+    ) -> None:
+        """Fetch every in-flight result (discarded), then reset every env."""
+        while getattr(self, "_ready", None) is not None and len(self.env.waiting_id):
+            self.env.step(None)
+        super().reset_env(seed=seed, gym_reset_kwargs=gym_reset_kwargs)
+        self._ready = np.arange(self.env_num)
+
+    def _remember(self, ids: np.ndarray, act: np.ndarray, stored: Any) -> None:
+        if self._pending_act is None:
+            self._pending_act = np.zeros((self.env_num, *act.shape[1:]), dtype=act.dtype)
+        self._pending_act[ids] = act
+        if stored is not None:
+            if self._pending_policy is None:
+                self._pending_policy = _zeros_like_rows(stored, self.env_num)
+            self._pending_policy[torch.as_tensor(ids)] = stored
+
+    def _run(
+        self,
+        n_step: int | None,
+        n_episode: int | None,
+        random: bool,
+        render: float | None,
+        reset_kwargs: dict[str, Any],
+    ) -> tuple[int, list[float], list[int]]:
+        step_count, episode_count = 0, 0
+        returns: list[float] = []
+        lens: list[int] = []
+        while True:
+            ready = self._ready
+            if len(ready):
+                obs = tree_index(self._obs, ready)
+                if random:
+                    act, stored = self._random_action(ready), None
+                else:
+                    info = tree_index(self._info, ready)
+                    act, stored = self._policy_action(obs, info, ready, False)
+                self._remember(ready, act, stored)
+                result = self.env.step(self._map_action(act), ready)
+            else:
+                result = self.env.step(None)
+            obs_next, rew, terminated, truncated, step_info = result
+            ids = np.fromiter((d["env_id"] for d in step_info), dtype=np.int64, count=len(rew))
+            info_next = stack_infos(step_info, ids)
+            assert self._pending_act is not None
+            data: dict[str, Any] = {
+                "obs": tree_index(self._obs, ids),
+                "act": self._pending_act[ids],
+                "rew": rew,
+                "terminated": terminated,
+                "truncated": truncated,
+                "obs_next": obs_next,
+            }
+            if info_next:
+                data["info"] = info_next
+            if self._pending_policy is not None:
+                data["policy"] = self._pending_policy[torch.as_tensor(ids)]
+            _, ep_rew, ep_len, _ = self.buffer.add(data, buffer_ids=ids)
+            if render:
+                self.env.render()
+                time.sleep(render)
+            step_count += len(ids)
+            tree_assign(self._obs, ids, obs_next)
+            for k in list(self._info):
+                if k in info_next:
+                    tree_assign(self._info[k], ids, info_next[k])
+            done_local = np.flatnonzero(np.logical_or(terminated, truncated))
+            if len(done_local):
+                returns.extend(np.asarray(ep_rew)[done_local].tolist())
+                lens.extend(np.asarray(ep_len)[done_local].tolist())
+                episode_count += len(done_local)
+                self._reset_envs(ids[done_local], reset_kwargs)
+            self._ready = ids
+            if (n_step and step_count >= n_step) or (n_episode and episode_count >= n_episode):
+                break
+        return step_count, returns, lens
+
+    def _finish_episode_collect(self, reset_kwargs: dict[str, Any]) -> None:
+        """Async envs keep running across calls: nothing is reset after n_episode."""

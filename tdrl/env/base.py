@@ -23,6 +23,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector.utils import create_empty_array
 
 __all__ = ["BaseVectorEnv", "EnvIds", "stack_obs", "to_numpy_action"]
 
@@ -47,7 +48,7 @@ def stack_obs(obs_list: Sequence[Any]) -> Any:
     if isinstance(first, tuple):
         return tuple(stack_obs([o[j] for o in obs_list]) for j in range(len(first)))
     try:
-        return np.stack(obs_list)
+        return np.array(obs_list)  # several times faster than np.stack for a few small arrays
     except ValueError:
         out = np.empty(len(obs_list), dtype=object)
         for j, o in enumerate(obs_list):
@@ -66,11 +67,11 @@ def to_numpy_action(action: Any) -> np.ndarray:
     return np.asarray(action)
 
 
-def _info_array(infos: Sequence[dict], ids: Sequence[int] | np.ndarray) -> np.ndarray:
+def _info_array(infos: Sequence[dict], ids: np.ndarray) -> np.ndarray:
+    for info, i in zip(infos, ids.tolist()):
+        info["env_id"] = i
     out = np.empty(len(infos), dtype=object)
-    for j, (info, i) in enumerate(zip(infos, ids)):
-        info["env_id"] = int(i)
-        out[j] = info
+    out[:] = infos
     return out
 
 
@@ -164,6 +165,8 @@ class BaseVectorEnv(ABC):
         """
         self._check_open()
         ids = self._ids(env_id)
+        if not len(ids):
+            return self._empty_obs(), np.empty(0, dtype=object)
         self._check_ready(ids)
         obs, infos = self._reset_envs(ids, self._seed_list(seed, ids), options)
         return obs, _info_array(infos, ids)
@@ -180,9 +183,13 @@ class BaseVectorEnv(ABC):
         if not self.is_async:
             if action is None:
                 raise ValueError("step(None) fetches pending results and needs async mode")
+            if not len(ids):
+                return self._empty_step()
             self._send_actions(self._check_action(action, ids), ids)
             _, obs, rew, term, trunc, infos = self._collect(ids, len(ids), None)
             return obs, rew, term, trunc, _info_array(infos, ids)
+        if action is not None and not len(ids):
+            return self._empty_step()
         if action is not None:
             self._check_ready(ids)
             self._send_actions(self._check_action(action, ids), ids)
@@ -194,6 +201,16 @@ class BaseVectorEnv(ABC):
         ready, obs, rew, term, trunc, infos = self._collect(pending, wait_num, self.timeout)
         self._waiting[ready] = False
         return obs, rew, term, trunc, _info_array(infos, ready)
+
+    def _empty_obs(self) -> Any:
+        try:
+            return create_empty_array(self.observation_space[0], n=0)
+        except Exception:  # spaces gymnasium cannot batch
+            return np.empty(0, dtype=object)
+
+    def _empty_step(self) -> StepResult:
+        empty = np.empty(0, dtype=bool)
+        return self._empty_obs(), np.empty(0), empty, empty.copy(), np.empty(0, dtype=object)
 
     @staticmethod
     def _check_action(action: Any, ids: np.ndarray) -> np.ndarray:

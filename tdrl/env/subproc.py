@@ -119,9 +119,15 @@ class SubprocVectorEnv(BaseVectorEnv):
             self._conns.append(parent)
         try:
             spaces_ = [self._recv(i) for i in range(self.env_num)]
-        except Exception:
+        except RuntimeError as exc:
             self.close()
-            raise
+            if forking or "died" not in str(exc):
+                raise
+            raise RuntimeError(
+                f"{exc}; with the {ctx.get_start_method()!r} start method each worker re-imports "
+                "the main module: guard the script with `if __name__ == '__main__':` and make "
+                "the env factories importable (or pass context='fork')"
+            ) from None
         self.observation_space = [s[0] for s in spaces_]
         self.action_space = [s[1] for s in spaces_]
         self._obs_leaves: Any = None
@@ -131,10 +137,11 @@ class SubprocVectorEnv(BaseVectorEnv):
             self._setup_shm()
 
     def _setup_shm(self) -> None:
-        same_obs = all(s == self.observation_space[0] for s in self.observation_space)
-        same_act = all(s == self.action_space[0] for s in self.action_space)
-        obs_leaves = space_leaves(self.observation_space[0]) if same_obs else None
-        act_leaves = space_leaves(self.action_space[0]) if same_act else None
+        # shared arrays need one (shape, dtype) per leaf for all envs; bounds may differ
+        obs_all = [space_leaves(sp) for sp in self.observation_space]
+        act_all = [space_leaves(sp) for sp in self.action_space]
+        obs_leaves = obs_all[0] if all(x == obs_all[0] for x in obs_all) else None
+        act_leaves = act_all[0] if all(x == act_all[0] for x in act_all) else None
         act_shm = act_leaves is not None and len(act_leaves) == 1 and act_leaves[0][0] == ()
         arrays: dict[str, tuple[tuple[int, ...], str]] = {
             "rew": ((), "<f8"),
@@ -253,11 +260,17 @@ class SubprocVectorEnv(BaseVectorEnv):
     def _send_actions(self, action: np.ndarray, ids: np.ndarray) -> None:
         conns = self._conns
         id_list = ids.tolist()
+        buf = self._shm["act"] if self._shm is not None and self._act_shm else None
+        if buf is not None and action.dtype.kind == "f" and buf.dtype.kind in "iub":
+            raise TypeError(
+                f"action: expected integer actions for the {self.action_space[0]} action "
+                f"space, got dtype {action.dtype}"
+            )
         if self._pre:  # stepped without a reset: the eager reset is what it continues from
             for i in id_list:
                 self._pre.pop(i, None)
-        if self._shm is not None and self._act_shm:
-            self._shm["act"][ids] = action
+        if buf is not None:
+            buf[ids] = action
             for i in id_list:
                 conns[i].send_bytes(_STEP)
         else:

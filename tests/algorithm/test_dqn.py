@@ -281,3 +281,70 @@ def test_argument_errors() -> None:
         DQNPolicy(model=QNet(1, 2, (4,)), action_space=gym.spaces.Box(-1, 1, (1,)))
     with pytest.raises(ValueError, match="batch_size: expected an int"):
         DQN(policy=policy).update(_episode_buffer(), None)
+
+
+class _SharedQ(torch.nn.Module):
+    """A Q-net both libraries accept: ``model(obs, state=None, info=None) -> (q, None)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = QNet(4, 2, (16, 16))
+
+    def forward(self, obs, state=None, info=None):  # type: ignore[no-untyped-def]
+        return self.net(torch.as_tensor(obs, dtype=torch.float32)), None
+
+
+def test_update_matches_tianshou_exactly() -> None:
+    pytest.importorskip("tianshou")
+    import copy
+
+    from tianshou.algorithm import DQN as TDQN
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Batch as TBatch
+    from tianshou.data import VectorReplayBuffer as TVRB
+    from tianshou.utils.torch_utils import policy_within_training_step, torch_train_mode
+
+    from tdrl.data.batch import Batch
+    from tdrl.data.buffer import VectorReplayBuffer
+
+    torch.manual_seed(0)
+    model = _SharedQ()
+    space = gym.spaces.Discrete(2)
+    ours = DQN(
+        policy=DQNPolicy(model=copy.deepcopy(model), action_space=space),
+        gamma=0.9,
+        n_step=3,
+        target_update_freq=2,
+    )
+    peer = TDQN(
+        policy=DiscreteQLearningPolicy(model=copy.deepcopy(model), action_space=space),
+        optim=AdamOptimizerFactory(lr=1e-3),
+        gamma=0.9,
+        n_step_return_horizon=3,
+        target_update_freq=2,
+    )
+    rng = np.random.default_rng(0)
+    b_ours, b_peer = VectorReplayBuffer(60, 3), TVRB(60, 3)
+    for _ in range(15):
+        d = dict(
+            obs=rng.normal(size=(3, 4)).astype(np.float32),
+            act=rng.integers(0, 2, 3),
+            rew=rng.normal(size=3).astype(np.float32),
+            terminated=rng.random(3) < 0.15,
+            truncated=rng.random(3) < 0.1,
+            obs_next=rng.normal(size=(3, 4)).astype(np.float32),
+        )
+        b_ours.add(Batch(**d))
+        b_peer.add(TBatch(info={}, **d))
+    for step in range(5):
+        idx = rng.integers(0, 45, 16)
+        idx = idx[np.isin(idx, b_ours.sample_indices(0))]
+        with within_training_step(ours.policy):
+            got = ours._update_with_batch(ours.preprocess(b_ours[idx], b_ours, idx), 16, 1)
+        with policy_within_training_step(peer.policy), torch_train_mode(peer):
+            tb = peer._preprocess_batch(b_peer[idx], b_peer, idx)
+            expected = peer._update_with_batch(tb)
+        assert got["loss"] == pytest.approx(expected.loss, rel=1e-5), step
+    for p_ours, p_peer in zip(ours.policy.model.parameters(), peer.policy.model.parameters()):
+        torch.testing.assert_close(p_ours, p_peer)

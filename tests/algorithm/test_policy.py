@@ -96,12 +96,21 @@ def test_policy_argument_errors() -> None:
 
 
 def test_policy_is_a_tensordict_module() -> None:
+    from tensordict.nn import TensorDictModule, TensorDictSequential
+
     p = DQNPolicy(model=QNet(4, 2, (8,)), action_space=gym.spaces.Discrete(2))
     assert isinstance(p, TensorDictModuleBase)
     assert p.in_keys == ["obs"] and p.out_keys == ["act"]
-    # a plain TensorDict works as input, the result carries the out_keys
-    out = p(TensorDict({"obs": torch.zeros(5, 4)}, [5]))
-    assert "act" in out and out["act"].shape == (5,)
+    # Tianshou style: a Batch in, a new Batch out
+    b = make_batch({"obs": torch.zeros(5, 4)}, 5)
+    out = p(b)
+    assert out is not b and "act" in out and "act" not in b
+    # TorchRL style: a plain TensorDict is written in place, so TorchRL containers compose it
+    td = TensorDict({"observation": torch.zeros(5, 4)}, [5])
+    pre = TensorDictModule(lambda x: x + 1.0, in_keys=["observation"], out_keys=["obs"])
+    res = TensorDictSequential(pre, p)(td)
+    assert res is td and {"obs", "act", "logits"} <= set(td.keys())
+    assert td["act"].shape == (5,)
 
 
 def test_deterministic_eval_switch() -> None:
@@ -233,3 +242,31 @@ def test_fast_hard_update_matches_torchrl_schedule() -> None:
         ur.step()
         torch.testing.assert_close(fast.target_a_params["weight"], ref.target_a_params["weight"])
         assert uf.counter == ur.counter
+
+
+def test_presets_build_and_update() -> None:
+    from tdrl.algorithm.presets import DQN_CARTPOLE, PPO_CARTPOLE, SAC_PENDULUM
+    from tests.algorithm.fakebuf import FakeVectorBuffer
+
+    for preset in (DQN_CARTPOLE, PPO_CARTPOLE, SAC_PENDULUM):
+        env = gym.make(preset.task)
+        alg = preset.build(env.observation_space, env.action_space)
+        buf = FakeVectorBuffer(40, 2)
+        obs, _ = env.reset(seed=0)
+        for t in range(8):
+            act = env.action_space.sample()
+            nxt, rew, term, trunc, _ = env.step(act)
+            buf.add(
+                {
+                    "obs": np.stack([obs, obs]),
+                    "act": np.stack([act, act]),
+                    "rew": np.array([rew, rew], np.float32),
+                    "terminated": np.array([term] * 2),
+                    "truncated": np.array([trunc or t == 7] * 2),
+                    "obs_next": np.stack([nxt, nxt]),
+                }
+            )
+            obs = nxt
+        stats = alg.update(buf, 8, 1)
+        assert stats and all(np.isfinite(v) for v in stats.values())
+        assert set(preset.trainer_kwargs()) >= {"max_epochs", "step_per_epoch", "batch_size"}

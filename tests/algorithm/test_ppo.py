@@ -285,3 +285,84 @@ def test_argument_errors() -> None:
         PPO(policy=policy, critic=VCritic(3, (4,)), gae_lambda=2)
     with pytest.raises(ValueError, match="action_space: expected Discrete or Box, got MultiBinary"):
         ActorPolicy(actor=DiscreteActor(3, 2, (4,)), action_space=gym.spaces.MultiBinary(2))
+
+
+class _SharedActor(torch.nn.Module):
+    """An actor both libraries accept: ``actor(obs, state=None, info=None) -> (logits, None)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = DiscreteActor(3, 2, (16,))
+
+    def forward(self, obs, state=None, info=None):  # type: ignore[no-untyped-def]
+        return self.net(torch.as_tensor(obs, dtype=torch.float32)), None
+
+
+class _SharedCritic(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = VCritic(3, (16,))
+
+    def forward(self, obs, **kwargs):  # type: ignore[no-untyped-def]
+        return self.net(torch.as_tensor(obs, dtype=torch.float32))
+
+
+def test_full_batch_update_matches_tianshou() -> None:
+    pytest.importorskip("tianshou")
+    import copy
+
+    from tianshou.algorithm import PPO as TPPO
+    from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Batch as TBatch
+    from tianshou.data import VectorReplayBuffer as TVRB
+    from tianshou.utils.torch_utils import policy_within_training_step
+
+    torch.manual_seed(0)
+    actor, critic = _SharedActor(), _SharedCritic()
+    space = gym.spaces.Discrete(2)
+    kw = dict(
+        eps_clip=0.2,
+        vf_coef=0.5,
+        ent_coef=0.01,
+        max_grad_norm=0.5,
+        gae_lambda=0.9,
+        gamma=0.95,
+        value_clip=True,
+        advantage_normalization=True,
+    )
+    ours = PPO(
+        policy=ActorPolicy(actor=copy.deepcopy(actor), action_space=space),
+        critic=copy.deepcopy(critic),
+        optim=1e-3,
+        **kw,
+    )
+    peer = TPPO(
+        policy=DiscreteActorPolicy(actor=copy.deepcopy(actor), action_space=space),
+        critic=copy.deepcopy(critic),
+        optim=AdamOptimizerFactory(lr=1e-3),
+        **kw,
+    )
+    rng = np.random.default_rng(0)
+    b_ours, b_peer = VectorReplayBuffer(64, 4), TVRB(64, 4)
+    for _ in range(12):
+        d = dict(
+            obs=rng.normal(size=(4, 3)).astype(np.float32),
+            act=rng.integers(0, 2, 4),
+            rew=rng.normal(size=4).astype(np.float32),
+            terminated=rng.random(4) < 0.15,
+            truncated=rng.random(4) < 0.1,
+            obs_next=rng.normal(size=(4, 3)).astype(np.float32),
+        )
+        b_ours.add(Batch(**d))
+        b_peer.add(TBatch(info={}, **d))
+    got = ours.update(b_ours, None, repeat=3)
+    with policy_within_training_step(peer.policy):
+        expected = peer.update(b_peer, None, 3)
+    assert got["gradient_steps"] == expected.gradient_steps == 3
+    assert got["loss"] == pytest.approx(expected.loss.mean, rel=1e-4)
+    assert got["vf_loss"] == pytest.approx(expected.vf_loss.mean, rel=1e-4)
+    for p_ours, p_peer in zip(
+        ours.parameters(), [*peer.policy.actor.parameters(), *peer.critic.parameters()]
+    ):
+        torch.testing.assert_close(p_ours, p_peer, atol=1e-5, rtol=1e-4)

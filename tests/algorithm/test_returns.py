@@ -475,3 +475,13 @@ def test_real_buffer_matches_reference(seed: int) -> None:
         out = compute_nstep_return(real[sample], real, sample, _qfn(q), 0.9, n)
         exp = ref_nstep(fake, sample, q.astype(np.float32).astype(np.float64), 0.9, n)
         np.testing.assert_allclose(out["returns"].numpy()[:, 0], exp, rtol=1e-5, atol=1e-5)
+
+
+def test_nstep_reward_column_shapes() -> None:
+    buf = _one_episode("truncated")
+    buf.rew = buf.rew.reshape(-1, 1)  # (maxsize, 1) rewards are fine
+    out = compute_nstep_return({}, buf, np.arange(2), _qfn(np.zeros(8)), gamma=1.0, n_step=2)
+    torch.testing.assert_close(out["returns"].flatten(), torch.tensor([2.0, 2.0]))
+    buf.rew = torch.zeros(8, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"buffer.rew: expected one scalar reward .* \(8, 2\)"):
+        compute_nstep_return({}, buf, np.arange(2), _qfn(np.zeros(8)))

@@ -356,6 +356,8 @@ def test_bad_inputs() -> None:
         Batch(3)
     with pytest.raises(TypeError, match="keys must be str"):
         Batch({1: 2})
+    with pytest.raises(TypeError, match="keys must be str"):
+        Batch({("a", "b"): np.zeros(2)})
     with pytest.raises(ValueError, match="not both"):
         Batch({"a": 1}, b=2)
     with pytest.raises(TypeError, match="'a'"):
@@ -366,3 +368,78 @@ def test_bad_inputs() -> None:
         Batch.cat([Batch(a=1), Batch(a=2)])
     with pytest.raises(TypeError, match="has no len"):
         len(Batch(a=1))
+
+
+def test_td_attribute_keys_need_item_access() -> None:
+    b = Batch(obs=np.zeros(2))
+    b["data"] = np.ones(2)
+    assert b["data"].tolist() == [1.0, 1.0]
+    with pytest.raises(AttributeError, match=r"batch\['data'\] = value"):
+        b.data = np.ones(2)
+
+
+def test_leafwise_set_rejects_non_tensor_entries() -> None:
+    b = Batch(a=np.zeros((2, 3)), s=["x", "y"], batch_size=[2])
+    with pytest.raises(IndexError, match="'s'"):
+        b[:, 1] = Batch(a=np.ones(2), s=["p", "q"])
+
+
+def test_fast_index_edge_cases() -> None:
+    b = Batch(a=np.arange(5), n={"x": np.arange(5) * 2}, batch_size=[5])
+    assert b[np.array([-1, 0])].a.tolist() == [4, 0]
+    assert b[torch.tensor([4, -5], dtype=torch.int32)].n.x.tolist() == [8, 0]
+    assert len(b[np.array([], dtype=np.int64)]) == 0
+    assert b[np.array([1, 2], dtype=np.uint8)].a.tolist() == [1, 2]
+    with pytest.raises(IndexError):
+        _ = b[np.array([7])]
+    grad = Batch(w=torch.ones(3, requires_grad=True), batch_size=[3])
+    assert grad[torch.tensor([0, 2])].w.requires_grad
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_device_round_trip() -> None:
+    b = Batch(a=np.arange(4.0), n={"x": np.ones((4, 2))}).to_torch(device="cuda")
+    assert b.a.is_cuda and b.n.x.is_cuda
+    assert b[np.array([0, 3])].a.is_cuda
+    assert b.to_numpy()["a"].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_nested_empty_batch_follows_parent_size() -> None:
+    b = Batch(obs=np.zeros(3), info={})
+    assert b.info.batch_size == torch.Size([3])
+    with pytest.raises(ValueError, match=r"'x' has shape \[5\].*batch size \[3\]"):
+        b.info.x = np.zeros(5)
+    b.info.y = np.zeros((3, 4))
+    assert b.info.batch_size == torch.Size([3]) and b[0].info.y.shape == (4,)
+
+
+def test_stack_and_cat_nested_batch_missing_in_some_members() -> None:
+    s = Batch.stack([Batch(a=1.0, n={"x": [1, 2]}), Batch(a=2.0)])
+    assert s.n.x.tolist() == [[1, 2], [0, 0]]
+    c = Batch.cat([Batch(a=[1.0], n={"x": [[1, 2]]}), Batch(a=[2.0, 3.0])])
+    assert c.n.x.tolist() == [[1, 2], [0, 0], [0, 0]]
+    assert isinstance(c.n, Batch) and c.batch_size == torch.Size([3])
+
+
+def test_to_torch_does_not_touch_original_nested() -> None:
+    b = Batch(a=[1, 2], n={"f": np.zeros(2, dtype=np.float32)}, device="cpu")
+    t = b.to_torch(torch.float64)
+    assert t.n.f.dtype == torch.float64 and b.n.f.dtype == torch.float32
+    assert t.device == torch.device("cpu")
+
+
+def test_scalar_set_on_batched_batch_raises_but_object_is_shared() -> None:
+    b = Batch(obs=np.zeros((3, 2)), act=np.zeros(3))
+    with pytest.raises(ValueError, match=r"'w' has shape \[\].*batch size \[3\]"):
+        b.w = 1.0
+    b.tag = "run-1"
+    assert b.batch_size == torch.Size([3]) and b[2].tag == "run-1"
+
+
+def test_shape_error_is_value_and_runtime_error() -> None:
+    from tdrl.data.batch import BatchShapeError
+
+    b = Batch(a=np.zeros(3), batch_size=[3])
+    for exc in (BatchShapeError, ValueError, RuntimeError):
+        with pytest.raises(exc):
+            b.update({"z": np.zeros(4)})

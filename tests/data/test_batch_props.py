@@ -138,3 +138,27 @@ def test_stack_fills_missing_keys_with_zeros(n_with: int, n_without: int) -> Non
     s = Batch.stack(with_key + without)
     assert s.z.shape == (n_with + n_without, 3)
     assert (s.z[:n_with] == 7).all() and (s.z[n_with:] == 0).all()
+
+
+@SETTINGS
+@given(
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 3),
+    st.data(),
+)
+def test_leafwise_index_matches_numpy(n: int, m: int, k: int, data: st.DataObject) -> None:
+    """An index past the batch dims is applied to each entry, as numpy would."""
+    a = np.arange(n * m * k, dtype=np.float64).reshape(n, m, k)
+    c = np.arange(n * m).reshape(n, m) * 10
+    b = Batch(a=a.copy(), n={"c": c.copy()}, batch_size=[n])  # no shared memory
+    j = data.draw(st.integers(-m, m - 1))
+    rows = data.draw(st.sampled_from([slice(None), slice(0, 1), np.arange(n)[::-1].copy()]))
+    got = b[rows, j]
+    np.testing.assert_array_equal(got.a.numpy(), a[rows, j])
+    np.testing.assert_array_equal(got.n.c.numpy(), c[rows, j])
+    b[rows, j] = Batch(a=np.zeros_like(a[rows, j]), n={"c": np.zeros_like(c[rows, j])})
+    a[rows, j] = 0
+    c[rows, j] = 0
+    np.testing.assert_array_equal(b.a.numpy(), a)
+    np.testing.assert_array_equal(b.n.c.numpy(), c)

@@ -51,7 +51,7 @@ def test_tutorial_basic_usage() -> None:
     tail = buf[-3:]
     assert tail.obs.tolist() == [7, 8, 9] and tail.obs_next.tolist() == [8, 9, 10]
     assert set(tail.keys()) >= {"obs", "act", "rew", "terminated", "truncated", "done"}
-    assert "info" in tail.keys() and "policy" in tail.keys()
+    assert {"info", "policy"} <= set(tail.keys())
 
 
 def _trajectory_buffer() -> tuple[ReplayBuffer, list]:
@@ -69,10 +69,20 @@ def _trajectory_buffer() -> tuple[ReplayBuffer, list]:
 def test_tutorial_trajectory_tracking() -> None:
     buf, results = _trajectory_buffer()
     expected = [
-        (0, 0.0, 0, 0), (1, 0.0, 0, 0), (2, 3.0, 3, 0),
-        (3, 0.0, 0, 3), (4, 0.0, 0, 3), (5, 0.0, 0, 3), (6, 0.0, 0, 3), (7, 25.0, 5, 3),
-        (8, 0.0, 0, 8), (9, 0.0, 0, 8), (0, 0.0, 0, 8), (1, 0.0, 0, 8), (2, 0.0, 0, 8),
-    ]  # fmt: skip
+        (0, 0.0, 0, 0),
+        (1, 0.0, 0, 0),
+        (2, 3.0, 3, 0),
+        (3, 0.0, 0, 3),
+        (4, 0.0, 0, 3),
+        (5, 0.0, 0, 3),
+        (6, 0.0, 0, 3),
+        (7, 25.0, 5, 3),
+        (8, 0.0, 0, 8),
+        (9, 0.0, 0, 8),
+        (0, 0.0, 0, 8),
+        (1, 0.0, 0, 8),
+        (2, 0.0, 0, 8),
+    ]
     for (ptr, ep_rew, ep_len, ep_idx), exp in zip(results, expected, strict=True):
         assert ptr.shape == ep_rew.shape == ep_len.shape == ep_idx.shape == (1,)
         assert (ptr[0], ep_rew[0], ep_len[0], ep_idx[0]) == exp
@@ -118,9 +128,15 @@ def test_concepts_stack_num_ignore_obs_next() -> None:
     lens, rews = [], []
     for i in range(16):
         _, ep_rew, ep_len, _ = buf.add(
-            {"obs": {"id": i}, "act": i, "rew": i, "terminated": i % 5 == 0,
-             "truncated": False, "obs_next": {"id": i + 1}}
-        )  # fmt: skip
+            {
+                "obs": {"id": i},
+                "act": i,
+                "rew": i,
+                "terminated": i % 5 == 0,
+                "truncated": False,
+                "obs_next": {"id": i + 1},
+            }
+        )
         lens.append(int(ep_len[0]))
         rews.append(float(ep_rew[0]))
     assert lens == [1, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5]
@@ -131,14 +147,28 @@ def test_concepts_stack_num_ignore_obs_next() -> None:
     index = np.arange(len(buf))
     stacked = buf.get(index, "obs").id
     assert stacked.tolist() == [
-        [7, 7, 8, 9], [7, 8, 9, 10], [11, 11, 11, 11], [11, 11, 11, 12], [11, 11, 12, 13],
-        [11, 12, 13, 14], [12, 13, 14, 15], [7, 7, 7, 7], [7, 7, 7, 8],
-    ]  # fmt: skip
+        [7, 7, 8, 9],
+        [7, 8, 9, 10],
+        [11, 11, 11, 11],
+        [11, 11, 11, 12],
+        [11, 11, 12, 13],
+        [11, 12, 13, 14],
+        [12, 13, 14, 15],
+        [7, 7, 7, 7],
+        [7, 7, 7, 8],
+    ]
     assert int((buf.get(index, "obs")["id"] - buf[index].obs.id).abs().sum()) == 0
     expected_next = [
-        [7, 7, 7, 8], [7, 7, 8, 9], [7, 8, 9, 10], [7, 8, 9, 10], [11, 11, 11, 12],
-        [11, 11, 12, 13], [11, 12, 13, 14], [12, 13, 14, 15], [12, 13, 14, 15],
-    ]  # fmt: skip
+        [7, 7, 7, 8],
+        [7, 7, 8, 9],
+        [7, 8, 9, 10],
+        [7, 8, 9, 10],
+        [11, 11, 11, 12],
+        [11, 11, 12, 13],
+        [11, 12, 13, 14],
+        [12, 13, 14, 15],
+        [12, 13, 14, 15],
+    ]
     assert buf[:].obs_next.id.tolist() == expected_next
     full_index = np.array([7, 8, 0, 1, 2, 3, 4, 5, 6])
     assert torch.equal(buf[:].obs_next.id, buf[full_index].obs_next.id)
@@ -150,9 +180,12 @@ def test_vector_add_and_episode_api() -> None:
     assert buf.maxsize == 20 and buf.buffer_num == 4
     assert buf.subbuffer_edges.tolist() == [0, 5, 10, 15, 20]
     batch = {
-        "obs": np.arange(3), "act": np.arange(3), "rew": np.ones(3),
-        "terminated": np.array([0, 0, 1]), "truncated": np.zeros(3),
-    }  # fmt: skip
+        "obs": np.arange(3),
+        "act": np.arange(3),
+        "rew": np.ones(3),
+        "terminated": np.array([0, 0, 1]),
+        "truncated": np.zeros(3),
+    }
     ptr, ep_rew, ep_len, ep_idx = buf.add(batch, buffer_ids=[0, 1, 2])
     assert ptr.tolist() == [0, 5, 10]
     assert ep_rew.tolist() == [0.0, 0.0, 1.0] and ep_len.tolist() == [0, 0, 1]
@@ -170,8 +203,15 @@ def test_vector_add_and_episode_api() -> None:
 def test_vector_default_buffer_ids_and_wraparound() -> None:
     buf = VectorReplayBuffer(6, 2)
     for t in range(5):
-        buf.add({"obs": np.full(2, t), "act": np.zeros(2), "rew": np.ones(2),
-                 "terminated": np.array([t == 1, False]), "truncated": np.zeros(2, bool)})
+        buf.add(
+            {
+                "obs": np.full(2, t),
+                "act": np.zeros(2),
+                "rew": np.ones(2),
+                "terminated": np.array([t == 1, False]),
+                "truncated": np.zeros(2, bool),
+            }
+        )
     assert len(buf) == 6
     assert buf.obs.tolist() == [3, 4, 2, 3, 4, 2]
     assert buf.sample_indices(0).tolist() == [2, 0, 1, 5, 3, 4]
@@ -183,8 +223,15 @@ def test_vector_default_buffer_ids_and_wraparound() -> None:
 def test_sample_indices_modes_and_generator() -> None:
     buf = VectorReplayBuffer(40, 4, seed=3)
     for t in range(7):
-        buf.add({"obs": np.full(4, t), "act": np.zeros(4), "rew": np.ones(4),
-                 "terminated": np.zeros(4, bool), "truncated": np.zeros(4, bool)})
+        buf.add(
+            {
+                "obs": np.full(4, t),
+                "act": np.zeros(4),
+                "rew": np.ones(4),
+                "terminated": np.zeros(4, bool),
+                "truncated": np.zeros(4, bool),
+            }
+        )
     valid = set(buf.sample_indices(0).tolist())
     perm = buf.sample_indices(None)
     assert sorted(perm.tolist()) == sorted(valid) and len(perm) == len(buf)
@@ -193,8 +240,15 @@ def test_sample_indices_modes_and_generator() -> None:
     assert buf.sample_indices(-1).tolist() == []
     twin = VectorReplayBuffer(40, 4, seed=3)
     for t in range(7):
-        twin.add({"obs": np.full(4, t), "act": np.zeros(4), "rew": np.ones(4),
-                  "terminated": np.zeros(4, bool), "truncated": np.zeros(4, bool)})
+        twin.add(
+            {
+                "obs": np.full(4, t),
+                "act": np.zeros(4),
+                "rew": np.ones(4),
+                "terminated": np.zeros(4, bool),
+                "truncated": np.zeros(4, bool),
+            }
+        )
     twin.sample_indices(None), twin.sample_indices(1000)
     assert np.array_equal(buf.sample(16)[1], twin.sample(16)[1])
     assert buf.generator is buf._sampler._rng
@@ -285,10 +339,14 @@ def test_torchrl_interop_plain_buffer() -> None:
     storage = EpisodeStorage(6)
     rb = torchrl.data.ReplayBuffer(storage=storage, sampler=EpisodeSampler(), batch_size=4)
     td = TensorDict(
-        {"obs": torch.arange(4.0), "rew": torch.ones(4),
-         "terminated": torch.tensor([False, True, False, False]),
-         "truncated": torch.zeros(4, dtype=torch.bool)}, [4],
-    )  # fmt: skip
+        {
+            "obs": torch.arange(4.0),
+            "rew": torch.ones(4),
+            "terminated": torch.tensor([False, True, False, False]),
+            "truncated": torch.zeros(4, dtype=torch.bool),
+        },
+        [4],
+    )
     assert rb.extend(td).tolist() == [0, 1, 2, 3]
     assert storage.prev(np.arange(4)).tolist() == [0, 0, 2, 2]
     assert storage.unfinished_index().tolist() == [3]
@@ -300,3 +358,102 @@ def test_torchrl_interop_plain_buffer() -> None:
     buf = ReplayBuffer(6)
     buf.extend(td)
     assert buf.next(np.arange(4)).tolist() == [1, 1, 3, 3] and len(buf) == 4
+
+
+def test_input_forms_agree() -> None:
+    """dict of numpy, Batch of tensors (fast paths) and nested mappings give one result."""
+    rng = np.random.default_rng(0)
+    bufs = [VectorReplayBuffer(12, 3) for _ in range(3)]
+    for t in range(9):
+        obs = rng.standard_normal((3, 2)).astype(np.float32)
+        term = rng.random(3) < 0.3
+        as_dict = {
+            "obs": obs,
+            "act": np.full(3, t),
+            "rew": np.ones(3),
+            "terminated": term,
+            "truncated": np.zeros(3, bool),
+        }
+        as_batch = Batch({k: torch.from_numpy(v) for k, v in as_dict.items()})
+        as_batch["obs"] = as_batch["obs"].requires_grad_(t % 2 == 0)
+        outs = [
+            bufs[0].add(as_dict),
+            bufs[1].add(as_batch, buffer_ids=np.arange(3)),
+            bufs[2].add({**as_dict, "obs": obs.tolist(), "info": {}}, buffer_ids=[0, 1, 2]),
+        ]
+        for out in outs[1:]:
+            for a, b in zip(out, outs[0], strict=True):
+                np.testing.assert_array_equal(a, b)
+    for buf in bufs[1:]:
+        for key in ("obs", "act", "rew", "terminated", "done"):
+            assert torch.equal(getattr(buf, key), getattr(bufs[0], key))
+    with pytest.raises(ValueError, match="act: expected dtype int64, got float64"):
+        bufs[1].add(
+            Batch(
+                obs=torch.zeros(3, 2),
+                act=torch.zeros(3, dtype=torch.float64),
+                rew=torch.ones(3, dtype=torch.float64),
+                terminated=torch.zeros(3, dtype=torch.bool),
+                truncated=torch.zeros(3, dtype=torch.bool),
+            )
+        )
+
+
+def test_torch_write_path_matches_numpy_path() -> None:
+    """The non-CPU code path (torch indexing instead of numpy views), exercised on CPU."""
+    rng = np.random.default_rng(1)
+    fast, slow = VectorReplayBuffer(10, 2, seed=0), VectorReplayBuffer(10, 2, seed=0)
+    slow._storage._numpy_ok = False
+    for t in range(13):
+        batch = {
+            "obs": {"x": rng.standard_normal((2, 2))},
+            "act": np.full(2, t),
+            "rew": np.ones(2),
+            "terminated": rng.random(2) < 0.3,
+            "truncated": np.zeros(2, bool),
+        }
+        ids = [0, 1] if t % 3 else [1]
+        sub = {
+            k: (v[ids] if not isinstance(v, dict) else {"x": v["x"][ids]}) for k, v in batch.items()
+        }
+        for a, b in zip(fast.add(sub, ids), slow.add(sub, ids), strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert not slow._storage.np_columns
+    idx = fast.sample_indices(0)
+    np.testing.assert_array_equal(idx, slow.sample_indices(0))
+    np.testing.assert_array_equal(fast.prev(idx), slow.prev(idx))
+    np.testing.assert_array_equal(fast.next(idx), slow.next(idx))
+    np.testing.assert_array_equal(fast.unfinished_index(), slow.unfinished_index())
+    assert torch.equal(fast[idx].obs.x, slow[idx].obs.x)
+    assert torch.equal(fast[idx].act, slow[idx].act)
+
+
+def test_reset_rings() -> None:
+    buf = VectorReplayBuffer(9, 3)
+    for t in range(5):
+        buf.add(
+            {
+                "obs": np.full(3, t),
+                "act": np.zeros(3),
+                "rew": np.ones(3),
+                "terminated": np.array([t == 2, False, False]),
+                "truncated": np.zeros(3, bool),
+            }
+        )
+    buf._storage.reset_rings([1])
+    assert len(buf) == 6 and buf.unfinished_index().tolist() == [1, 7]
+    buf.add(
+        {
+            "obs": np.full(1, 9),
+            "act": np.zeros(1),
+            "rew": np.ones(1),
+            "terminated": np.zeros(1, bool),
+            "truncated": np.zeros(1, bool),
+        },
+        buffer_ids=[1],
+    )
+    valid = buf.sample_indices(0)
+    assert valid.tolist() == [2, 0, 1, 3, 8, 6, 7]
+    assert buf.prev(valid).tolist() == [2, 0, 0, 3, 8, 8, 6]
+    assert buf.next(valid).tolist() == [2, 1, 1, 3, 6, 7, 7]
+    assert buf.unfinished_index().tolist() == [1, 3, 7]

@@ -15,10 +15,14 @@ from tdrl.data.buffer.vector import VectorReplayBuffer
 def _batch(obs, terminated, truncated=None):
     obs = np.asarray(obs, dtype=np.float32)
     n = len(obs)
-    return {"obs": obs, "act": np.zeros(n, np.int64), "rew": obs.astype(np.float64),
-            "terminated": np.asarray(terminated, bool),
-            "truncated": np.zeros(n, bool) if truncated is None else np.asarray(truncated, bool),
-            "obs_next": obs + 0.5}
+    return {
+        "obs": obs,
+        "act": np.zeros(n, np.int64),
+        "rew": obs.astype(np.float64),
+        "terminated": np.asarray(terminated, bool),
+        "truncated": np.zeros(n, bool) if truncated is None else np.asarray(truncated, bool),
+        "obs_next": obs + 0.5,
+    }
 
 
 def _random_run(seed, steps=40, envs=3):

@@ -39,15 +39,20 @@ def _fill(buf, n_rings, lengths_per_ring, ignore_obs_next=False):
         done = np.array([t[r] + 1 == remaining[r][0] for r in rings])
         g = np.full((len(rings), 1), -1.0, np.float32)
         obs = {"observation": ag.copy(), "achieved_goal": ag, "desired_goal": g}
-        batch = {"obs": obs, "act": np.zeros(len(rings), np.int64),
-                 "rew": reward_fn(ag + 1, g), "terminated": done,
-                 "truncated": np.zeros(len(rings), bool)}
+        batch = {
+            "obs": obs,
+            "act": np.zeros(len(rings), np.int64),
+            "rew": reward_fn(ag + 1, g),
+            "terminated": done,
+            "truncated": np.zeros(len(rings), bool),
+        }
         if not ignore_obs_next:
-            batch["obs_next"] = {"observation": ag + 1, "achieved_goal": ag + 1,
-                                 "desired_goal": g}
+            batch["obs_next"] = {"observation": ag + 1, "achieved_goal": ag + 1, "desired_goal": g}
         if n_rings == 1:
-            batch = {k: (v[0] if not isinstance(v, dict) else {a: b[0] for a, b in v.items()})
-                     for k, v in batch.items()}
+            batch = {
+                k: (v[0] if not isinstance(v, dict) else {a: b[0] for a, b in v.items()})
+                for k, v in batch.items()
+            }
             buf.add(batch)
         else:
             buf.add(batch, buffer_ids=rings)
@@ -133,13 +138,32 @@ def test_stored_data_restored_after_sample_and_on_every_mutation(tmp_path):
         elif action == "update":
             other = HERReplayBuffer(40, reward_fn, horizon=8, seed=2)
             other.update(buf)
-            assert torch.equal(other.obs.desired_goal[: len(buf)],
-                               buf[:].obs.desired_goal)  # buf[:] relabelled nothing
+            assert torch.equal(
+                other.obs.desired_goal[: len(buf)], buf[:].obs.desired_goal
+            )  # buf[:] relabelled nothing
             buf._restore_cache()
             _assert_same(buf, snap)
         else:
             buf.reset()
             _assert_same(buf, snap)
+
+
+def test_hdf5_roundtrip_keeps_reward_fn(tmp_path):
+    pytest.importorskip("h5py")
+    buf = HERVectorReplayBuffer(40, 2, reward_fn, horizon=6, future_k=4.0, seed=0)
+    _fill(buf, 2, [[3, 4], [5, 2]])
+    snap = _snapshot(buf)
+    buf.sample(8)
+    buf.save_hdf5(tmp_path / "her.h5")
+    _assert_same(buf, snap)  # saving restored the originals first
+    loaded = HERVectorReplayBuffer.load_hdf5(tmp_path / "her.h5")
+    _assert_same(loaded, snap)
+    assert (loaded.horizon, loaded.future_k, loaded.buffer_num) == (6, 4.0, 2)
+    assert loaded.compute_reward_fn is reward_fn
+    batch, idx = loaded.sample(8)
+    _check_relabelled(batch, idx, loaded, 2)
+    with pytest.raises(TypeError, match="picklable"):
+        HERReplayBuffer(8, lambda ag, g: ag[:, 0], horizon=2).save_hdf5(tmp_path / "x.h5")
 
 
 def test_vector_buffer_keeps_rings_separate():
@@ -156,16 +180,19 @@ def test_vector_buffer_keeps_rings_separate():
 
 
 def test_ignore_obs_next_uses_next_obs():
-    buf = HERReplayBuffer(32, reward_fn, horizon=8, future_k=float("inf"),
-                          ignore_obs_next=True, seed=4)
+    buf = HERReplayBuffer(
+        32, reward_fn, horizon=8, future_k=float("inf"), ignore_obs_next=True, seed=4
+    )
     _fill(buf, 1, [[4, 5]], ignore_obs_next=True)
     batch, idx = buf.sample(16)
     goal = batch.obs.desired_goal[:, 0].numpy()
-    r, e, t = _decode(batch.obs.achieved_goal[:, 0].numpy())
-    r1, e1, t1 = _decode(goal)
+    _, e, t = _decode(batch.obs.achieved_goal[:, 0].numpy())
+    _, e1, t1 = _decode(goal)
     assert np.array_equal(e1, e) and (t1 >= t).all()
     nxt_ag = buf[buf.next(idx)].obs.achieved_goal.numpy()
-    np.testing.assert_array_equal(batch.rew.numpy(), reward_fn(nxt_ag, batch.obs.desired_goal.numpy()))
+    np.testing.assert_array_equal(
+        batch.rew.numpy(), reward_fn(nxt_ag, batch.obs.desired_goal.numpy())
+    )
 
 
 def test_same_seed_same_relabelling():
@@ -188,16 +215,27 @@ def test_bad_input():
     with pytest.raises(ValueError, match="stack_num"):
         HERReplayBuffer(10, reward_fn, horizon=3, stack_num=4)
     buf = HERReplayBuffer(10, reward_fn, horizon=3)
-    bad = {"obs": {"observation": [0.0], "achieved_goal": [0.0]}, "act": 0, "rew": 0.0,
-           "terminated": False, "truncated": False}
-    with pytest.raises(ValueError, match=r"obs: expected a dict with keys .*missing \['desired_goal'\]"):
+    bad = {
+        "obs": {"observation": [0.0], "achieved_goal": [0.0]},
+        "act": 0,
+        "rew": 0.0,
+        "terminated": False,
+        "truncated": False,
+    }
+    with pytest.raises(
+        ValueError, match=r"obs: expected a dict with keys .*missing \['desired_goal'\]"
+    ):
         buf.add(bad)
     with pytest.raises(ValueError, match="obs: expected a dict"):
         buf.add({**bad, "obs": np.zeros(3)})
+    good = {"observation": [0.0], "achieved_goal": [0.0], "desired_goal": [1.0]}
+    with pytest.raises(ValueError, match=r"obs_next: expected a dict.*missing \['observation'"):
+        buf.add({**bad, "obs": good, "obs_next": {"achieved_goal": [0.0]}})
     assert len(buf) == 0
     # a reward function with the wrong output shape: error, storage untouched
-    wrong = HERReplayBuffer(20, lambda ag, g: np.zeros((len(ag), 2)), horizon=5,
-                            future_k=float("inf"), seed=0)
+    wrong = HERReplayBuffer(
+        20, lambda ag, g: np.zeros((len(ag), 2)), horizon=5, future_k=float("inf"), seed=0
+    )
     _fill(wrong, 1, [[3, 4]])
     snap = _snapshot(wrong)
     with pytest.raises(ValueError, match=r"compute_reward_fn: expected rewards of shape \(\d+,\)"):

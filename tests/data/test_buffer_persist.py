@@ -71,7 +71,7 @@ def _continue(buf: ReplayBuffer) -> tuple:
             "info": {"env_id": np.arange(n)},
         }
     )
-    return tuple(a.tolist() for a in out) + (buf.sample_indices(7).tolist(),)
+    return (*[a.tolist() for a in out], buf.sample_indices(7).tolist())
 
 
 @pytest.fixture
@@ -87,11 +87,17 @@ def test_pickle_round_trip(vbuf: VectorReplayBuffer) -> None:
     assert _continue(clone) == _continue(vbuf)
     # the clone's storage is independent and its numpy views are live
     clone.add(
-        {"obs": {"pos": np.full((1, 3), 9, np.float32)}, "act": np.zeros(1, np.int64),
-         "rew": np.ones(1), "terminated": np.zeros(1, bool), "truncated": np.zeros(1, bool),
-         "obs_next": {"pos": np.zeros((1, 3), np.float32)}, "info": {"env_id": np.zeros(1, np.int64)}},
+        {
+            "obs": {"pos": np.full((1, 3), 9, np.float32)},
+            "act": np.zeros(1, np.int64),
+            "rew": np.ones(1),
+            "terminated": np.zeros(1, bool),
+            "truncated": np.zeros(1, bool),
+            "obs_next": {"pos": np.zeros((1, 3), np.float32)},
+            "info": {"env_id": np.zeros(1, np.int64)},
+        },
         buffer_ids=[1],
-    )  # fmt: skip
+    )
     assert clone.obs.pos[clone.last_index[1]].tolist() == [9.0, 9.0, 9.0]
     assert (vbuf.obs.pos != 9).all()
 
@@ -163,13 +169,17 @@ def test_from_data_h5py(tmp_path) -> None:
     n = 4
     with h5py.File(tmp_path / "d.h5", "w") as f:
         for name, arr in {
-            "obs": np.arange(n), "act": np.arange(n), "rew": np.ones(n),
-            "terminated": np.array([0, 1, 0, 0], bool), "truncated": np.zeros(n, bool),
-            "done": np.array([0, 1, 0, 0], bool), "obs_next": np.arange(1, n + 1),
-        }.items():  # fmt: skip
+            "obs": np.arange(n),
+            "act": np.arange(n),
+            "rew": np.ones(n),
+            "terminated": np.array([0, 1, 0, 0], bool),
+            "truncated": np.zeros(n, bool),
+            "done": np.array([0, 1, 0, 0], bool),
+            "obs_next": np.arange(1, n + 1),
+        }.items():
             f.create_dataset(name, data=arr)
     with h5py.File(tmp_path / "d.h5", "r") as f:
-        buf = ReplayBuffer.from_data(*(f[k] for k in
-                                       ("obs", "act", "rew", "terminated", "truncated", "done",
-                                        "obs_next")))  # fmt: skip
+        buf = ReplayBuffer.from_data(
+            *(f[k] for k in ("obs", "act", "rew", "terminated", "truncated", "done", "obs_next"))
+        )
     assert buf.obs.tolist() == [0, 1, 2, 3] and buf.unfinished_index().tolist() == [3]

@@ -24,11 +24,22 @@ EPS = float(np.finfo(np.float32).eps)
 
 def _step(i: int, n: int = 1, done: bool = False) -> dict:
     if n == 1:
-        return {"obs": np.float32(i), "act": 0, "rew": 1.0, "terminated": done,
-                "truncated": False, "obs_next": np.float32(i + 1)}
-    return {"obs": np.full(n, i, np.float32), "act": np.zeros(n, np.int64),
-            "rew": np.ones(n), "terminated": np.full(n, done), "truncated": np.zeros(n, bool),
-            "obs_next": np.full(n, i + 1, np.float32)}
+        return {
+            "obs": np.float32(i),
+            "act": 0,
+            "rew": 1.0,
+            "terminated": done,
+            "truncated": False,
+            "obs_next": np.float32(i + 1),
+        }
+    return {
+        "obs": np.full(n, i, np.float32),
+        "act": np.zeros(n, np.int64),
+        "rew": np.ones(n),
+        "terminated": np.full(n, done),
+        "truncated": np.zeros(n, bool),
+        "obs_next": np.full(n, i + 1, np.float32),
+    }
 
 
 def _chi2_ok(counts: np.ndarray, probs: np.ndarray) -> bool:
@@ -50,9 +61,14 @@ def _chi2_ok(counts: np.ndarray, probs: np.ndarray) -> bool:
     branching=st.sampled_from([2, 4, 16]),
     top=st.sampled_from([1, 3, 1024]),
     ops=st.lists(
-        st.tuples(st.lists(st.integers(0, 10_000), min_size=1, max_size=20),
-                  st.lists(st.floats(0, 100), min_size=1, max_size=20), st.booleans()),
-        min_size=1, max_size=12),
+        st.tuples(
+            st.lists(st.integers(0, 10_000), min_size=1, max_size=20),
+            st.lists(st.one_of(st.just(0.0), st.floats(1e-6, 100)), min_size=1, max_size=20),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
 )
 def test_tree_matches_numpy_reference(cap, branching, top, ops):
     tree = SumMinTree(cap, branching, top)
@@ -79,6 +95,10 @@ def test_tree_matches_numpy_reference(cap, branching, top, ops):
             assert (ref[got] > 0).all()
             exp = np.searchsorted(np.cumsum(ref), q, side="right")
             assert (got != exp).sum() <= 1  # a query exactly on a boundary may round
+            u = np.linspace(0, 1, 41, endpoint=False)
+            fast = tree.sample(u)  # the unguarded fast descent
+            assert (ref[fast] > 0).all()
+            assert (fast != tree.find_prefix_sum_idx(u * tree.sum())).sum() <= 1
 
 
 def test_tree_prefix_sum_exact_small_case():
@@ -88,6 +108,13 @@ def test_tree_prefix_sum_exact_small_case():
     assert got.tolist() == [0, 0, 2, 2, 4, 4]
     # a value past the total (rounding) lands on the last positive leaf
     assert tree.find_prefix_sum_idx([6.0]).tolist() == [4]
+
+
+def test_tree_sample_falls_back_when_rounding_hits_an_empty_node():
+    tree = SumMinTree(5000)
+    tree[[3]] = 2.0
+    # u = 1 maps past the total: the fast descent lands on an empty leaf, the exact one on 3
+    assert tree.sample(np.array([1.0, 0.5])).tolist() == [3, 3]
 
 
 def test_tree_bad_input():
@@ -157,8 +184,9 @@ def test_sampler_in_plain_torchrl_replay_buffer(tmp_path):
     assert sampler.tree.leaves[10] == pytest.approx(9.0 + EPS)
     # state_dict / load_state_dict and dumps / loads
     sd = rb.state_dict()
-    rb2 = TorchRLReplayBuffer(storage=LazyTensorStorage(16),
-                              sampler=PrioritizedSampler(16, alpha=1.0, beta=0.5))
+    rb2 = TorchRLReplayBuffer(
+        storage=LazyTensorStorage(16), sampler=PrioritizedSampler(16, alpha=1.0, beta=0.5)
+    )
     rb2.load_state_dict(sd)
     np.testing.assert_array_equal(rb2.sampler.tree.leaves, sampler.tree.leaves)
     sampler.dumps(tmp_path / "s")
@@ -172,9 +200,11 @@ def test_sampler_in_plain_torchrl_replay_buffer(tmp_path):
 
 def test_sampler_same_seed_same_samples():
     def draw(seed):
-        rb = TorchRLReplayBuffer(storage=LazyTensorStorage(64),
-                                 sampler=PrioritizedSampler(64, alpha=0.7, beta=0.4),
-                                 generator=torch.Generator().manual_seed(seed))
+        rb = TorchRLReplayBuffer(
+            storage=LazyTensorStorage(64),
+            sampler=PrioritizedSampler(64, alpha=0.7, beta=0.4),
+            generator=torch.Generator().manual_seed(seed),
+        )
         rb.extend(torch.arange(50.0))
         rb.update_priority(torch.arange(50), torch.linspace(0.1, 5.0, 50))
         return rb.sample(32, return_info=True)
@@ -232,8 +262,7 @@ def test_weights_exact_small_case():
     buf.update_weight([0, 1, 2, 3], [1.0, 2.0, 4.0, 8.0])
     p = np.array([1.0, 2.0, 4.0, 8.0]) + EPS
     np.testing.assert_allclose(buf.get_weight([0, 1, 2, 3]), (p / p[0]) ** -0.5)
-    np.testing.assert_allclose(buf[[3, 2]].weight.numpy(), (p[[3, 2]] / p[0]) ** -0.5,
-                               rtol=1e-6)
+    np.testing.assert_allclose(buf[[3, 2]].weight.numpy(), (p[[3, 2]] / p[0]) ** -0.5, rtol=1e-6)
     # alpha-powered in numerator and minimum (tdrl's deviation): alpha = 0.5
     buf2 = _filled(n=4, alpha=0.5, beta=1.0, weight_norm=False)
     buf2.update_weight([0, 1, 2, 3], [1.0, 4.0, 9.0, 16.0])
@@ -242,7 +271,7 @@ def test_weights_exact_small_case():
     # weight_norm: divided by the batch max = (p_i / min_batch p) ** -beta
     buf3 = _filled(n=4, alpha=1.0, beta=0.5, weight_norm=True)
     buf3.update_weight([0, 1, 2, 3], [1.0, 2.0, 4.0, 8.0])
-    np.testing.assert_allclose(buf3[[2, 3]].weight.numpy(), [1.0, 0.5 ** 0.5], rtol=1e-6)
+    np.testing.assert_allclose(buf3[[2, 3]].weight.numpy(), [1.0, 0.5**0.5], rtol=1e-6)
     assert buf3[2].weight.item() == 1.0
     # beta updates apply to the next batch
     buf3.set_beta(1.0)
@@ -260,7 +289,7 @@ def test_sampling_frequencies_follow_priorities():
     p = np.zeros(16)
     p[:10] = (prio + EPS) ** 0.6
     assert _chi2_ok(counts, p / p.sum())
-    batch, idx2 = buf.sample(64)
+    batch, _ = buf.sample(64)
     assert batch.weight.shape == (64,) and batch.weight.dtype == torch.float32
     assert float(batch.weight.max()) == 1.0
 
@@ -349,6 +378,10 @@ def test_persistence_keeps_priorities(tmp_path):
     np.testing.assert_array_equal(loaded.prio_sampler.tree.leaves, buf.prio_sampler.tree.leaves)
     assert loaded.options["alpha"] == 0.5 and loaded.options["beta"] == 0.3
     assert np.array_equal(loaded.sample_indices(50), buf.sample_indices(50))
+    twin = PrioritizedReplayBuffer(8, alpha=0.5, beta=0.3)
+    twin.load_state_dict(buf.state_dict())
+    np.testing.assert_array_equal(twin.prio_sampler.tree.leaves, buf.prio_sampler.tree.leaves)
+    assert twin.prio_sampler.max_priority == buf.prio_sampler.max_priority
     clone = pickle.loads(pickle.dumps(buf))
     np.testing.assert_array_equal(clone.prio_sampler.tree.leaves, buf.prio_sampler.tree.leaves)
     torch.testing.assert_close(clone[[0, 1]].weight, buf[[0, 1]].weight)

@@ -183,3 +183,12 @@ def test_async_wait_num(make_venv) -> None:
         obs, _, _, _, info = venv.step(None)
         assert [d["env_id"] for d in info] == [2]
     assert venv.waiting_id == [] and venv.ready_id == [0, 1, 2]
+
+
+def test_empty_env_id(make_venv) -> None:
+    venv = make_venv(_fns([3, 3], dict_state=True))
+    venv.reset()
+    obs, info = venv.reset(env_id=[])
+    assert obs["index"].shape == (0, 1) and info.shape == (0,)
+    obs, rew, term, trunc, info = venv.step(np.zeros(0, dtype=np.int64), env_id=[])
+    assert obs["step"].shape == (0, 1) and rew.shape == term.shape == trunc.shape == (0,)

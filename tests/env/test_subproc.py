@@ -206,3 +206,31 @@ def test_no_orphans_after_parent_exit_or_sigkill(how: str) -> None:
     pids = [int(p) for p in proc.stdout.split()]
     assert len(pids) == 2, proc.stderr
     assert _wait_gone(pids)
+
+
+def test_async_timeout_returns_ready_envs_only() -> None:
+    fns = [lambda: MoveToRightEnv(9), lambda: MoveToRightEnv(9, sleep=0.5)]
+    venv = ShmemVectorEnv(fns, timeout=0.05, context="fork")
+    assert venv.is_async
+    venv.reset()
+    start = time.monotonic()
+    obs, _, _, _, info = venv.step([1, 1])
+    assert time.monotonic() - start < 0.45
+    assert [d["env_id"] for d in info] == [0] and obs.tolist() == [1]
+    assert venv.waiting_id == [1]
+    obs, _, _, _, info = venv.step([1], env_id=[0])  # env 0 again, env 1 still pending
+    assert 0 in [d["env_id"] for d in info]
+    while venv.waiting_id:
+        obs, _, _, _, info = venv.step(None)
+        assert [d["env_id"] for d in info] == [1] and obs.tolist() == [1]
+    venv.close()
+
+
+def test_shmem_rejects_float_actions_for_discrete() -> None:
+    venv = ShmemVectorEnv([lambda: MoveToRightEnv(3)] * 2, context="fork")
+    venv.reset()
+    with pytest.raises(TypeError, match=r"expected integer actions .* got dtype float64"):
+        venv.step(np.array([0.7, 1.0]))
+    obs, *_ = venv.step(np.array([1, 1]))  # still usable
+    assert obs.tolist() == [1, 1]
+    venv.close()

@@ -26,7 +26,6 @@ from tensordict.nn import TensorDictParams
 from torch import nn
 
 from tdrl.algorithm.base import Algorithm, OptimizerFactory, Policy, make_batch
-from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.data.batch import Batch
 
 __all__ = ["DQN", "DQNPolicy"]
@@ -177,7 +176,7 @@ class DQN(Algorithm):
 
     def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
         """Bootstrap value of ``buffer[indices].obs_next`` (no grad)."""
-        obs_next = buffer[indices]["obs_next"]
+        obs_next = self._obs_next(buffer, indices)
         q_target = (
             self.policy.q_values(obs_next, self.model_old) if self.model_old is not None else None
         )
@@ -190,9 +189,7 @@ class DQN(Algorithm):
 
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
         """Add the n-step ``returns``."""
-        return compute_nstep_return(
-            batch, buffer, indices, self._target_q, gamma=self.gamma, n_step=self.n_step
-        )
+        return self._nstep_returns(batch, buffer, indices, self.gamma, self.n_step)
 
     def forward(self, batch: TensorDictBase) -> TensorDict:
         """TD loss on a batch with ``obs``, ``act``, ``returns`` (and optional ``weight``).

@@ -295,9 +295,13 @@ class PPO(Algorithm):
         for epoch in range(repeat):
             if self.recompute_advantage and epoch > 0:
                 self._add_returns_and_advantages(batch, self._buffer, self._indices)
-            data = TensorDict({k: batch[k] for k in keys}, batch.batch_size)
-            for idx in self._minibatches(data.shape[0], batch_size):
-                out = self(data[idx])
+            cols = {k: batch[k] for k in keys}
+            for idx in self._minibatches(batch.shape[0], batch_size):
+                # one gather per column, no TensorDict indexing machinery
+                mb = TensorDict._new_unsafe(
+                    {k: v[idx] for k, v in cols.items()}, batch_size=torch.Size([len(idx)])
+                )
+                out = self(mb)
                 loss = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
                 self.optim.step(loss)
                 steps += 1

@@ -28,7 +28,6 @@ from torch import nn
 from torch.distributions import Independent, Normal
 
 from tdrl.algorithm.base import Algorithm, OptimizerFactory, Policy, make_batch
-from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.data.batch import Batch
 
 __all__ = ["SAC", "AutoAlpha", "SACPolicy"]
@@ -200,16 +199,14 @@ class SAC(Algorithm):
 
     # -- targets ------------------------------------------------------------------------
     def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
-        obs_next = buffer[indices]["obs_next"]
+        obs_next = self._obs_next(buffer, indices)
         act, log_prob, _, _ = self.policy.sample(obs_next)
         q = torch.min(self.critic1_old(obs_next, act), self.critic2_old(obs_next, act))
         return q.reshape(-1) - self.alpha * log_prob
 
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
         """Add the n-step soft ``returns``."""
-        return compute_nstep_return(
-            batch, buffer, indices, self._target_q, gamma=self.gamma, n_step=self.n_step
-        )
+        return self._nstep_returns(batch, buffer, indices, self.gamma, self.n_step)
 
     # -- losses -------------------------------------------------------------------------
     def critic_loss(self, batch: TensorDictBase) -> torch.Tensor:

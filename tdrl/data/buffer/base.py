@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tensordict import TensorDict
 from torchrl.data import ReplayBuffer as TorchRLReplayBuffer
 
 from tdrl.data.batch import Batch
@@ -32,7 +33,11 @@ _STACKED_GROUPS = ("obs", "obs_next", "info", "policy")
 
 def make_batch(source: dict[str, Any], batch_size: tuple[int, ...]) -> Batch:
     """Wrap a nested dict of tensors into a ``Batch`` without copying or validation."""
-    return Batch._new_unsafe(source=source, batch_size=torch.Size(batch_size))
+    size = torch.Size(batch_size)
+    for key, val in source.items():
+        if type(val) is dict:
+            source[key] = make_batch(val, batch_size)
+    return Batch._new_unsafe(source=source, batch_size=size, nested=False)
 
 
 def as_index(index: Any) -> np.ndarray:
@@ -45,6 +50,60 @@ def as_index(index: Any) -> np.ndarray:
     if arr.dtype.kind not in "iu":
         raise TypeError(f"index: expected integers, a bool mask or a slice, got dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)
+
+
+def _structure(data: Any) -> tuple | None:
+    """Nested key layout of a dict input: ``((name, sub-layout or None), ...)``."""
+    if type(data) is not dict:
+        return None
+    out = []
+    for key, value in data.items():
+        sub = _structure(value) if type(value) is dict else None
+        out.append((key, sub))
+    return tuple(out)
+
+
+def _extract(struct: tuple, data: Any, out: list) -> bool:
+    """Append the leaves of ``data`` to ``out`` if its layout is exactly ``struct``."""
+    if type(data) is not dict or len(data) != len(struct):
+        return False
+    for (name, sub), (key, value) in zip(struct, data.items()):
+        if name != key:
+            return False
+        if sub is None:
+            out.append(value)
+        elif not _extract(sub, value, out):
+            return False
+    return True
+
+
+class _FastPlan:
+    """What ``add`` needs to repeat an input layout it has already validated once."""
+
+    __slots__ = (
+        "cols",
+        "cols3",
+        "flat",
+        "k",
+        "keys",
+        "layout",
+        "rew",
+        "specs",
+        "stacked",
+        "struct",
+        "term",
+        "trunc",
+    )
+
+    def __init__(self) -> None:
+        self.cols: list[np.ndarray | None] = []
+        self.cols3: list[np.ndarray | None] = []
+        self.specs: list[tuple[tuple[int, ...], np.dtype]] = []
+        self.flat: tuple[str, ...] | None = None
+        self.struct: tuple | None = None
+        self.keys: tuple[Key, ...] = ()
+        self.k = self.layout = self.rew = self.term = self.trunc = 0
+        self.stacked = False
 
 
 class ReplayBuffer(TorchRLReplayBuffer):
@@ -96,7 +155,7 @@ class ReplayBuffer(TorchRLReplayBuffer):
         self._save_obs_next = not ignore_obs_next
         self._save_only_last_obs = bool(save_only_last_obs)
         self._sample_avail = bool(sample_avail)
-        self._fast_plan: tuple | None = None
+        self._fast_plan: _FastPlan | None = None
         self._plan_cache: tuple | None = None
         self._all_ids = list(range(num_rings))
         self._tdrl_config = {
@@ -158,7 +217,7 @@ class ReplayBuffer(TorchRLReplayBuffer):
         return dict(self._tdrl_config)
 
     def __len__(self) -> int:
-        return int(self._storage.lengths.sum())
+        return len(self._storage)
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -186,19 +245,20 @@ class ReplayBuffer(TorchRLReplayBuffer):
         )
 
     # ------------------------------------------------------------------- add
-    def _rings(self, buffer_ids: Any) -> np.ndarray:
+    def _rings(self, buffer_ids: Any) -> tuple[np.ndarray, bool]:
+        """Validated ring ids and whether they are exactly ``0..buffer_num-1`` in order."""
         if isinstance(buffer_ids, torch.Tensor):
             buffer_ids = buffer_ids.cpu().numpy()
         ids = np.asarray(buffer_ids, dtype=np.int64).reshape(-1)
         lst = ids.tolist()
         n = self._storage.num_rings
         if lst == self._all_ids:
-            return ids
+            return ids, True
         if lst and (min(lst) < 0 or max(lst) >= n):
             raise ValueError(f"buffer_ids: expected ids in [0, {n}), got {lst}")
         if len(set(lst)) != len(lst):
             raise ValueError(f"buffer_ids: expected distinct ids, got {lst}")
-        return ids
+        return ids, False
 
     def _normalize(self, leaves: dict[Key, np.ndarray], k: int, stacked: bool) -> dict:
         out: dict[Key, np.ndarray] = {}
@@ -222,8 +282,7 @@ class ReplayBuffer(TorchRLReplayBuffer):
                     arr = arr.astype(bool)
                 if arr.shape != (k,):
                     raise ValueError(
-                        f"{head}: expected shape ({k},) (one flag per transition), "
-                        f"got {arr.shape}"
+                        f"{head}: expected shape ({k},) (one flag per transition), got {arr.shape}"
                     )
             elif last_obs and (head == "obs" or head == "obs_next"):
                 arr = arr[:, -1]
@@ -243,40 +302,69 @@ class ReplayBuffer(TorchRLReplayBuffer):
         Bad input raises before anything is written.
         """
         st = self._storage
-        leaves = flatten_batch(batch)
+        plan = self._fast_plan
+        leaves: dict[Key, np.ndarray] | None = None
+        arrs: list[Any] | None = None
+        if plan is not None and plan.flat is not None:
+            if type(batch) is dict:
+                if tuple(batch) == plan.flat:
+                    arrs = list(batch.values())
+            elif isinstance(batch, TensorDict) and tuple(batch._tensordict) == plan.flat:
+                try:
+                    arrs = [v.numpy() for v in batch._tensordict.values()]
+                except (RuntimeError, TypeError, AttributeError):
+                    arrs = None
+        elif plan is not None and plan.struct is not None and type(batch) is dict:
+            arrs = []
+            if not _extract(plan.struct, batch, arrs):
+                arrs = None
+        if arrs is None:
+            leaves = flatten_batch(batch)
+            arrs = list(leaves.values())
         if buffer_ids is None:
             rings = st.all_rings if self._vector else _RING0
             stacked = self._vector
+            sel = None
         else:
-            rings = self._rings(buffer_ids)
+            rings, every = self._rings(buffer_ids)
             stacked = True
+            sel = None if every else rings
         k = len(rings)
-        sel = None if k == st.num_rings and rings.tolist() == self._all_ids else rings
-        keys = tuple(leaves)
-        plan = self._fast_plan
         if (
             plan is not None
-            and plan[0] == keys
-            and plan[1] == k
-            and plan[2] == stacked
-            and plan[8] == st.layout_version
+            and plan.k == k
+            and plan.stacked == stacked
+            and plan.layout == st.layout_version
+            and (leaves is None or tuple(leaves) == plan.keys)
+            and len(arrs) == len(plan.specs)
         ):
-            cols = plan[3]
-            arrs = list(leaves.values())
-            for arr, (shape, dtype) in zip(arrs, plan[4]):
-                if arr.shape != shape or arr.dtype != dtype:
+            for arr, (shape, dtype) in zip(arrs, plan.specs):
+                if (
+                    type(arr) is not np.ndarray
+                    or arr.shape != shape
+                    or (arr.dtype is not dtype and arr.dtype != dtype)
+                ):
                     break
             else:
-                term, trunc, rew = arrs[plan[5]], arrs[plan[6]], arrs[plan[7]]
-                done = term | trunc
+                rew = arrs[plan.rew]
+                done = arrs[plan.term] | arrs[plan.trunc]
                 if not stacked:
                     done, rew = done.reshape(1), rew[None]
-                return st.write_step(sel, dict(zip(keys, arrs)), done, rew, cols=cols)
-        return self._add_checked(leaves, keys, rings, sel, stacked)
+                return st.write_step(sel, arrs, done, rew, cols=plan.cols, cols3=plan.cols3)
+        if leaves is None:
+            leaves = flatten_batch(batch)
+        res = self._add_checked(leaves, tuple(leaves), rings, sel, stacked)
+        if self._fast_plan is not None and self._fast_plan.flat is None:
+            self._fast_plan.struct = _structure(batch)
+        return res
 
     def _add_checked(
-        self, leaves: dict[Key, np.ndarray], keys: tuple[Key, ...], rings: np.ndarray,
-        sel: np.ndarray | None, stacked: bool,
+        self,
+        leaves: dict[Key, np.ndarray],
+        keys: tuple[Key, ...],
+        rings: np.ndarray,
+        sel: np.ndarray | None,
+        stacked: bool,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The general ``add`` path: full validation, conversion and allocation."""
         st = self._storage
@@ -299,26 +387,42 @@ class ReplayBuffer(TorchRLReplayBuffer):
         return res
 
     def _make_plan(
-        self, leaves: dict[Key, np.ndarray], keys: tuple[Key, ...], out: dict,
-        k: int, stacked: bool,
-    ) -> tuple | None:
+        self,
+        leaves: dict[Key, np.ndarray],
+        keys: tuple[Key, ...],
+        out: dict,
+        k: int,
+        stacked: bool,
+    ) -> _FastPlan | None:
         """Cache what a repeat of this exact input layout needs: no conversions allowed."""
         st = self._storage
         if not st._numpy_ok or len(out) != len(st.columns) - 1 or self._save_only_last_obs:
             return None
-        cols, specs = [], []
+        plan = _FastPlan()
+        shape3 = (st.num_rings, st.ring_size)
         for key, arr in leaves.items():
+            if type(arr) is not np.ndarray:
+                return None
             if key in out:
                 col = st.np_columns[key]
                 if arr.dtype != col.dtype:
                     return None
-                cols.append(col)
+                plan.cols.append(col)
+                plan.cols3.append(col.reshape(shape3 + col.shape[1:]))
             else:
-                cols.append(None)
-            specs.append((arr.shape, arr.dtype))
+                plan.cols.append(None)
+                plan.cols3.append(None)
+            plan.specs.append((arr.shape, arr.dtype))
         pos = {key: i for i, key in enumerate(keys)}
-        return (keys, k, stacked, cols, specs, pos[("terminated",)], pos[("truncated",)],
-                pos[("rew",)], st.layout_version)
+        plan.keys, plan.k, plan.stacked, plan.layout = keys, k, stacked, st.layout_version
+        plan.term, plan.trunc, plan.rew = (
+            pos[("terminated",)],
+            pos[("truncated",)],
+            pos[("rew",)],
+        )
+        if all(len(key) == 1 for key in keys):
+            plan.flat = tuple(key[0] for key in keys)
+        return plan
 
     # ------------------------------------------------------------ indexing
     def _stack_index(self, idx: np.ndarray, stack: int) -> np.ndarray:
@@ -371,7 +475,9 @@ class ReplayBuffer(TorchRLReplayBuffer):
         if cached is not None and cached[0] == st.layout_version:
             return cached[1]
         stack = self.stack_num
-        plan: list[tuple[str, bool, int, list | None]] = [("obs", False, stack, self._entries("obs"))]
+        plan: list[tuple[str, bool, int, list | None]] = [
+            ("obs", False, stack, self._entries("obs"))
+        ]
         if self._save_obs_next:
             plan.append(("obs_next", False, stack, self._entries("obs_next")))
         else:
@@ -389,9 +495,7 @@ class ReplayBuffer(TorchRLReplayBuffer):
     def _wrap(self, value: Any, n: int) -> Any:
         return make_batch(value, (n,)) if isinstance(value, dict) else value
 
-    def get(
-        self, index: Any, key: str, default: Any = None, stack_num: int | None = None
-    ) -> Any:
+    def get(self, index: Any, key: str, default: Any = None, stack_num: int | None = None) -> Any:
         """Column ``key`` at ``index``; with ``stack_num > 1`` frames ``[t-k+1, ..., t]``.
 
         At an episode start the first frame repeats (``prev`` does not move there).
@@ -511,9 +615,13 @@ class ReplayBuffer(TorchRLReplayBuffer):
             return _EMPTY
         src = buffer._storage
         from_idx = src.valid_indices()
-        leaves = {k: src.np_columns[k][from_idx] if k in src.np_columns
-                  else src.columns[k][torch.as_tensor(from_idx)].cpu().numpy()
-                  for k in src.columns if k != DONE}
+        leaves = {
+            k: src.np_columns[k][from_idx]
+            if k in src.np_columns
+            else src.columns[k][torch.as_tensor(from_idx)].cpu().numpy()
+            for k in src.columns
+            if k != DONE
+        }
         done = src._done_at(from_idx)
         self._storage.check(leaves)
         self._fast_plan = None
@@ -557,7 +665,9 @@ class ReplayBuffer(TorchRLReplayBuffer):
     def isnull(self) -> Batch:
         """Per-element NaN mask of ``self[:]``."""
         return self[:].apply(
-            lambda t: torch.isnan(t) if t.is_floating_point() else torch.zeros_like(t, dtype=bool)
+            lambda t: (
+                torch.isnan(t) if t.is_floating_point() else torch.zeros_like(t, dtype=torch.bool)
+            )
         )
 
     def hasnull(self) -> bool:

@@ -66,9 +66,7 @@ class CachedReplayBuffer:
         if int(cached_buffer_num) <= 0:
             raise ValueError(f"cached_buffer_num: expected an int > 0, got {cached_buffer_num!r}")
         if int(max_episode_length) <= 0:
-            raise ValueError(
-                f"max_episode_length: expected an int > 0, got {max_episode_length!r}"
-            )
+            raise ValueError(f"max_episode_length: expected an int > 0, got {max_episode_length!r}")
         self.main_buffer = main_buffer
         self.cached_buffer_num = int(cached_buffer_num)
         self.max_episode_length = int(max_episode_length)
@@ -133,8 +131,9 @@ class CachedReplayBuffer:
             raise AttributeError(f"CachedReplayBuffer has no attribute or column {name!r}")
         parts = [getattr(b, name) if name in g else None for b, g in zip(bufs, groups)]
         sizes = (self._offset, self.cache.maxsize)
-        filled = [p if p is not None else _zeros_like(parts[1 - i], sizes[i])
-                  for i, p in enumerate(parts)]
+        filled = [
+            p if p is not None else _zeros_like(parts[1 - i], sizes[i]) for i, p in enumerate(parts)
+        ]
         return torch.cat(filled)
 
     # ------------------------------------------------------------------- add
@@ -165,9 +164,13 @@ class CachedReplayBuffer:
         local = np.arange(n) if n < cst.ring_size else (c + np.arange(n)) % cst.ring_size
         src = local + off
         leaves = {
-            k: (cst.np_columns[k][src] if k in cst.np_columns
-                else cst.columns[k][torch.as_tensor(src)].cpu().numpy())
-            for k in cst.columns if k != DONE
+            k: (
+                cst.np_columns[k][src]
+                if k in cst.np_columns
+                else cst.columns[k][torch.as_tensor(src)].cpu().numpy()
+            )
+            for k in cst.columns
+            if k != DONE
         }
         done = cst._done_at(src)
         main = self.main_buffer
@@ -182,6 +185,7 @@ class CachedReplayBuffer:
         cst.lengths[ring] = 0
         cst.last_index[ring] = off
         cst.ep_start[ring] = off
+        cst.refresh_links()  # the storage's derived links and lock-step flag
         return index
 
     # ------------------------------------------------------------ episodes
@@ -212,10 +216,12 @@ class CachedReplayBuffer:
 
     def unfinished_index(self) -> np.ndarray:
         """Newest index of every sub-buffer (main and caches) whose episode is open."""
-        return np.concatenate([
-            self.main_buffer.unfinished_index(),
-            self.cache.unfinished_index() + self._offset,
-        ]).astype(np.int64)
+        return np.concatenate(
+            [
+                self.main_buffer.unfinished_index(),
+                self.cache.unfinished_index() + self._offset,
+            ]
+        ).astype(np.int64)
 
     def sample_indices(self, batch_size: int | None) -> np.ndarray:
         """``0``: all valid indices (main, then each cache, chronological); ``None``: a
@@ -224,10 +230,12 @@ class CachedReplayBuffer:
         if batch_size is not None and batch_size < 0:
             return np.zeros(0, dtype=np.int64)
         if batch_size is None or batch_size == 0:
-            all_idx = np.concatenate([
-                self.main_buffer.sample_indices(0),
-                self.cache.sample_indices(0) + self._offset,
-            ]).astype(np.int64)
+            all_idx = np.concatenate(
+                [
+                    self.main_buffer.sample_indices(0),
+                    self.cache.sample_indices(0) + self._offset,
+                ]
+            ).astype(np.int64)
             if batch_size == 0:
                 return all_idx
             return all_idx[torch.randperm(len(all_idx), generator=self.generator).numpy()]

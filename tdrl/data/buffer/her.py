@@ -18,14 +18,17 @@ or another sub-buffer (``next`` stops at episode ends and ring edges).
 
 from __future__ import annotations
 
+import functools
 import numbers
 import os
+import pickle
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
+from tdrl.data.buffer import persist
 from tdrl.data.buffer.base import ReplayBuffer
 from tdrl.data.buffer.vector import VectorReplayBuffer
 
@@ -63,8 +66,10 @@ class _HERMixin:
             )
         if isinstance(horizon, bool) or not isinstance(horizon, numbers.Integral) or horizon < 1:
             raise ValueError(f"horizon: expected an int >= 1, got {horizon!r}")
-        if not isinstance(future_k, numbers.Real) or np.isnan(future_k) or future_k < 1:
-            raise ValueError(f"future_k: expected a number >= 1 (inf: relabel all), got {future_k!r}")
+        if not isinstance(future_k, numbers.Real) or np.isnan(float(future_k)) or future_k < 1:
+            raise ValueError(
+                f"future_k: expected a number >= 1 (inf: relabel all), got {future_k!r}"
+            )
         if int(kwargs.get("stack_num", 1)) != 1 or kwargs.get("save_only_last_obs", False):
             raise ValueError(
                 "stack_num/save_only_last_obs: HER buffers expected stack_num=1 and "
@@ -73,10 +78,9 @@ class _HERMixin:
             )
 
     def _constructor_kwargs(self) -> dict[str, Any]:
-        raise NotImplementedError(
-            "HER buffers cannot be rebuilt from a file (compute_reward_fn is a callable): "
-            "use pickle or state_dict instead"
-        )
+        kw = dict(super()._constructor_kwargs())  # type: ignore[misc]
+        kw.update(horizon=self.horizon, future_k=self.future_k)
+        return kw  # compute_reward_fn is stored pickled, next to the JSON config
 
     # ------------------------------------------------------------- storage
     def _read(self, key: tuple[str, ...], rows: np.ndarray) -> np.ndarray:
@@ -97,17 +101,23 @@ class _HERMixin:
             self._storage._write(key, rows, val)
 
     # ----------------------------------------------------- restore triggers
-    def add(self, batch: Any, buffer_ids: Any = None) -> tuple[np.ndarray, ...]:
-        """Add like ``ReplayBuffer.add``; ``obs`` must hold the three goal keys."""
+    def add(
+        self, batch: Any, buffer_ids: Any = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Add like ``ReplayBuffer.add``; ``obs`` (and ``obs_next``) must hold the goal keys."""
         self._restore_cache()
-        obs = batch.get("obs") if hasattr(batch, "get") else None
-        names = set(obs.keys()) if hasattr(obs, "keys") else set()
-        missing = [k for k in _GOAL_KEYS if k not in names]
-        if missing:
-            raise ValueError(
-                f"obs: expected a dict with keys {list(_GOAL_KEYS)}, got "
-                f"{sorted(names) if names else type(obs).__name__} (missing {missing})"
-            )
+        getter = batch.get if hasattr(batch, "get") else None
+        for name in ("obs", "obs_next"):
+            group = getter(name, None) if getter is not None else None
+            if group is None and name == "obs_next":
+                continue  # optional (e.g. ignore_obs_next)
+            names = set(group.keys()) if group is not None and hasattr(group, "keys") else set()
+            missing = [k for k in _GOAL_KEYS if k not in names]
+            if missing:
+                raise ValueError(
+                    f"{name}: expected a dict with keys {list(_GOAL_KEYS)}, got "
+                    f"{sorted(names) if names else type(group).__name__} (missing {missing})"
+                )
         return super().add(batch, buffer_ids)  # type: ignore[misc]
 
     def update(self, buffer: Any) -> np.ndarray:
@@ -123,9 +133,34 @@ class _HERMixin:
         super().reset(keep_statistics)  # type: ignore[misc]
 
     def save_hdf5(self, path: str | os.PathLike[str], compression: str | None = None) -> None:
-        """Restore the originals, then save like ``ReplayBuffer.save_hdf5``."""
+        """Restore the originals, then save like ``ReplayBuffer.save_hdf5``.
+
+        ``compute_reward_fn`` is stored pickled (it must be picklable, e.g. a module-level
+        function), as Tianshou does.
+        """
         self._restore_cache()
+        try:
+            fn_bytes = pickle.dumps(self.compute_reward_fn)
+        except Exception as err:
+            raise TypeError(
+                "compute_reward_fn: expected a picklable callable to save the buffer, got "
+                f"{self.compute_reward_fn!r}"
+            ) from err
         super().save_hdf5(path, compression)  # type: ignore[misc]
+        import h5py
+
+        with h5py.File(os.fspath(path), "a") as f:
+            f.attrs["her_compute_reward_fn"] = np.void(fn_bytes)
+
+    @classmethod
+    def load_hdf5(cls, path: str | os.PathLike[str], device: str | None = None) -> Any:
+        """Rebuild a buffer saved by :meth:`save_hdf5` (``compute_reward_fn`` unpickled)."""
+        import h5py
+
+        with h5py.File(os.fspath(path), "r") as f:
+            fn = pickle.loads(f.attrs["her_compute_reward_fn"].tobytes())
+        factory: Any = functools.partial(cls, compute_reward_fn=fn)  # type: ignore[call-arg]
+        return persist.load_hdf5(factory, path, device)
 
     def set_batch(self, batch: Any) -> None:
         """Drop the relabelling cache (the columns are replaced), then ``set_batch``."""
@@ -155,7 +190,7 @@ class _HERMixin:
         """Like ``ReplayBuffer.__getitem__``; ``buf[:]`` is the stored (un-relabelled) data."""
         if isinstance(index, slice) and index == slice(None):
             self._restore_cache()
-            return self._gather(ReplayBuffer.sample_indices(self, 0))  # type: ignore[arg-type]
+            return self._gather(ReplayBuffer.sample_indices(self, 0))  # type: ignore[arg-type, attr-defined]
         return super().__getitem__(index)  # type: ignore[misc]
 
     # ------------------------------------------------------------ sampling

@@ -151,3 +151,4 @@ def dropnull(st: EpisodeStorage) -> None:
         st.last_index[ring] = off + max(m - 1, 0)
     for key, arr in new_cols.items():
         st.columns[key].copy_(torch.from_numpy(arr))
+    st.refresh_links()

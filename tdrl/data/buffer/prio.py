@@ -153,9 +153,7 @@ class PrioritizedSampler(Sampler):
         """TorchRL hook called by writers for the written slots: see :meth:`init_priority`."""
         self.init_priority(index)
 
-    def update_priority(
-        self, index: Any, priority: Any, *, storage: Storage | None = None
-    ) -> None:
+    def update_priority(self, index: Any, priority: Any, *, storage: Storage | None = None) -> None:
         """Set raw priorities (finite, >= 0) of the slots at ``index``.
 
         The tree stores ``(priority + eps) ** alpha``; the running maximum is updated.
@@ -176,10 +174,13 @@ class PrioritizedSampler(Sampler):
     # ------------------------------------------------------------- sampling
     def sample_index(self, batch_size: int, generator: torch.Generator | None) -> np.ndarray:
         """Draw ``batch_size`` slot indices with probability proportional to priority."""
-        if self._tree.sum() <= 0:
-            raise ValueError("cannot sample: expected stored transitions, got an empty buffer")
         u = torch.rand(int(batch_size), generator=generator, dtype=torch.float64).numpy()
-        return self._tree.sample(u)
+        try:
+            return self._tree.sample(u)
+        except ValueError as err:
+            raise ValueError(
+                "cannot sample: expected stored transitions, got an empty buffer"
+            ) from err
 
     def weight(self, index: Any, normalize: bool | None = None) -> np.ndarray:
         """Importance weights of the slots at ``index`` (float64).
@@ -187,17 +188,19 @@ class PrioritizedSampler(Sampler):
         Slots never written count as having the maximum priority.
         """
         idx = as_index_array(index, self._tree.capacity)
-        p = self._tree.leaves[idx]
-        if not p.all():
-            p = np.where(p > 0, p, self._max_prio**self._alpha)
-        if normalize is None:
-            normalize = self.weight_norm
+        return self._weight(idx, self.weight_norm if normalize is None else normalize)
+
+    def _weight(self, idx: np.ndarray, normalize: bool) -> np.ndarray:
+        p = self._tree.leaves.take(idx)
         if idx.size == 0:
             return p
+        if not p.all():
+            p = np.where(p > 0, p, self._max_prio**self._alpha)
         lo = p.min() if normalize else self._tree.min()
         if not np.isfinite(lo):
             lo = p.min()
-        return (p / lo) ** (-self._beta)
+        p /= lo
+        return np.power(p, -self._beta, out=p)
 
     def sample(self, storage: Storage, batch_size: int) -> tuple[torch.Tensor, dict]:
         """TorchRL API: ``(index, {"priority_weight": weights})``."""
@@ -285,16 +288,16 @@ class _PrioritizedMixin:
 
     def _constructor_kwargs(self) -> dict[str, Any]:
         kw = dict(super()._constructor_kwargs())  # type: ignore[misc]
-        kw.update(
-            alpha=self._sampler.alpha, beta=self._sampler.beta, weight_norm=self._weight_norm
-        )
+        kw.update(alpha=self._sampler.alpha, beta=self._sampler.beta, weight_norm=self._weight_norm)
         return kw
 
     def init_weight(self, index: Any) -> None:
         """Give the transitions at ``index`` the maximum priority seen so far."""
         self._sampler.init_priority(index)
 
-    def add(self, batch: Any, buffer_ids: Any = None) -> tuple[np.ndarray, ...]:
+    def add(
+        self, batch: Any, buffer_ids: Any = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Add like ``ReplayBuffer.add``; the new transitions get the maximum priority."""
         out = super().add(batch, buffer_ids)  # type: ignore[misc]
         if len(out[0]):
@@ -333,14 +336,18 @@ class _PrioritizedMixin:
         """
         sampler = self._sampler
         idx = as_index_array(index, self.maxsize, "index")
-        stored = sampler.tree.is_set(idx)
-        if not stored.all():
-            raise IndexError(
-                f"index: expected indices of stored transitions, got empty slots "
-                f"{idx[~stored][:5].tolist()}"
-            )
+        # every stored slot holds a positive priority when eps > 0
+        if not (sampler._eps > 0 and sampler.tree.leaves.take(idx).all()):
+            stored = sampler.tree.is_set(idx)
+            if not stored.all():
+                raise IndexError(
+                    f"index: expected indices of stored transitions, got empty slots "
+                    f"{idx[~stored][:5].tolist()}"
+                )
         w = _as_float_array(new_weight, idx.shape[0], "new_weight")
-        sampler._set_raw(idx, np.abs(w) + sampler._eps)
+        w = np.abs(w)  # a new array: the caller's one is never modified
+        w += sampler._eps
+        sampler._set_raw(idx, w)
 
     def set_beta(self, beta: float) -> None:
         """Change the importance-sampling exponent (>= 0)."""
@@ -391,7 +398,7 @@ class _PrioritizedMixin:
 
     def _gather(self, idx: np.ndarray) -> Batch:
         batch = super()._gather(idx)  # type: ignore[misc]
-        w = self._sampler.weight(idx, normalize=self._weight_norm)
+        w = self._sampler._weight(idx, self._weight_norm)
         batch.set("weight", torch.from_numpy(w.astype(np.float32)))
         return batch
 

@@ -94,9 +94,7 @@ class EpisodeWriter(Writer):
         """Write ``len(data)`` transitions in order; return their global indices."""
         storage = self._storage
         if not isinstance(storage, EpisodeStorage):
-            raise TypeError(
-                f"storage: expected an EpisodeStorage, got {type(storage).__name__}"
-            )
+            raise TypeError(f"storage: expected an EpisodeStorage, got {type(storage).__name__}")
         n = len(data)
         pos = storage.offsets[self.ring] + (storage.cursor[self.ring] + np.arange(n)) % (
             storage.ring_size

@@ -78,24 +78,29 @@ def _flatten_td_into(prefix: Key, td: TensorDictBase, out: dict[Key, np.ndarray]
             key = (*prefix, name)
             if type(value) is torch.Tensor and value.device.type == "cpu":
                 arr = value.numpy() if not value.requires_grad else value.detach().numpy()
-                out[key] = arr if arr.dtype.kind in "biufc" else to_numpy(key, arr)
-            elif isinstance(value, TensorDictBase) and not is_non_tensor(value):
+                if arr.dtype.kind in "biufc":
+                    out[key] = arr
+                    continue
+            if isinstance(value, TensorDictBase) and not is_non_tensor(value):
                 _flatten_td_into(key, value, out)
             elif isinstance(value, torch.Tensor):
-                out[key] = to_numpy(key, value)  # type: ignore[assignment]
+                conv = to_numpy(key, value)
+                if conv is not None:
+                    out[key] = conv
             elif key[0] != "info":
                 raise TypeError(f"{'.'.join(key)}: expected a tensor, got {type(value).__name__}")
         return
     for name, value in td.items(include_nested=True, leaves_only=True):
         key = (*prefix, name) if isinstance(name, str) else (*prefix, *name)
+        leaf: np.ndarray | None
         if isinstance(value, torch.Tensor):
-            arr = to_numpy(key, value)
+            leaf = to_numpy(key, value)
         elif key[0] == "info" or (prefix and prefix[0] == "info"):
-            arr = None
+            leaf = None
         else:
             raise TypeError(f"{'.'.join(key)}: expected a tensor, got {type(value).__name__}")
-        if arr is not None:
-            out[key] = arr
+        if leaf is not None:
+            out[key] = leaf
 
 
 def flatten_td(td: TensorDictBase) -> dict[Key, np.ndarray]:
@@ -153,8 +158,8 @@ def check_leaf(key: Key, arr: np.ndarray, col: Any) -> None:
         )
     cdt = col.dtype if isinstance(col, np.ndarray) else _np_dtype(col.dtype)
     if arr.dtype != cdt:
-        rule = "same_kind" if key == ("rew",) else "safe"
-        if not np.can_cast(arr.dtype, cdt, rule):
+        ok = np.can_cast(arr.dtype, cdt, "same_kind" if key == ("rew",) else "safe")
+        if not ok:
             raise ValueError(f"{'.'.join(key)}: expected dtype {cdt}, got {arr.dtype}")
 
 

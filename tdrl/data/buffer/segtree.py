@@ -235,7 +235,31 @@ class SumMinTree:
         total = csum[-1]
         if not total > 0:
             raise ValueError("sample: the tree sums to 0, nothing can be drawn")
-        return self._descend(np.multiply(uniform, total), top, csum)
+        v = np.multiply(uniform, total)
+        idx = self._descend_fast(v.copy(), top, csum)
+        if idx.size and not (idx.max() < self._capacity and self._sum[0].take(idx).all()):
+            idx = self._descend(v, top, csum)  # rounding reached an empty node: exact path
+        return idx
+
+    def _descend_fast(self, v: np.ndarray, top: np.ndarray, csum: np.ndarray) -> np.ndarray:
+        # Fast path: no rounding guards; the caller checks that every leaf found is positive.
+        idx = np.searchsorted(csum, v, side="right")
+        v -= (csum - top).take(idx, mode="clip")
+        k = self._k
+        n = v.shape[0]
+        if self._rows.shape[0] != n:
+            self._rows = np.arange(n) * k
+        rows = self._rows
+        upper = self._upper
+        for level in range(len(self._sum) - 2, -1, -1):
+            block = self._sum2d[level].take(idx, axis=0, mode="clip")  # (B, K) children
+            bsum = block.dot(upper)  # inclusive prefix sums
+            cnt = (bsum > v[:, None]).argmax(axis=1)
+            flat = rows + cnt
+            v -= bsum.ravel().take(flat) - block.ravel().take(flat)
+            idx *= k
+            idx += cnt
+        return idx
 
     def _descend(self, v: np.ndarray, top: np.ndarray, csum: np.ndarray) -> np.ndarray:
         idx = np.searchsorted(csum, v, side="right")

@@ -96,6 +96,7 @@ class EpisodeStorage(TensorStorage):
     # ------------------------------------------------------------------ state
     def reset_bookkeeping(self, keep_statistics: bool = False) -> None:
         """Forget all rows (data stays allocated); optionally keep running episode stats."""
+        old_last = getattr(self, "last_index", None)
         self.cursor = np.zeros(self.num_rings, dtype=np.int64)
         self.lengths = np.zeros(self.num_rings, dtype=np.int64)
         self.last_index = self.offsets.copy()
@@ -103,7 +104,34 @@ class EpisodeStorage(TensorStorage):
         if not keep_statistics:
             self.ep_return = np.zeros_like(self.ep_return)
             self.ep_len = np.zeros(self.num_rings, dtype=np.int64)
-        self.refresh_links()
+        if old_last is None or getattr(self, "stop", None) is None:
+            self.refresh_links()
+            return
+        # O(num_rings) instead of a full refresh: only the last-index marks move
+        self.stop[old_last] = self._done_at(old_last)
+        self.stop[self.offsets] = True
+        self.prv_base[self.offsets] = self.offsets
+        self._update_flags()
+
+    def reset_rings(self, rings: Any) -> None:
+        """Empty the given rings in O(len(rings)) (data and episode statistics are kept)."""
+        rings = np.asarray(rings, dtype=np.int64).reshape(-1)
+        old = self.last_index[rings]
+        self.stop[old] = self._done_at(old)
+        off = self.offsets[rings]
+        self.cursor[rings] = 0
+        self.lengths[rings] = 0
+        self.last_index[rings] = off
+        self.ep_start[rings] = off
+        self.stop[off] = True
+        self.prv_base[off] = off
+        self._update_flags()
+
+    def _update_flags(self) -> None:
+        self._filling = bool((self.lengths < self.ring_size).any())
+        self._lockstep = bool(
+            (self.cursor == self.cursor[0]).all() and (self.lengths == self.lengths[0]).all()
+        )
 
     def refresh_links(self) -> None:
         """Recompute the derived link arrays from ``done`` and the ring bookkeeping.
@@ -121,10 +149,11 @@ class EpisodeStorage(TensorStorage):
         nxt[self.offsets + s - 1] = self.offsets
         prv[self.offsets] = self.offsets + np.maximum(self.lengths, 1) - 1
         self.prv_base, self.nxt_base = prv, nxt
-        self._filling = bool((self.lengths < s).any())
+        self.stop3 = stop.reshape(self.num_rings, s)
+        self._update_flags()
 
     def __len__(self) -> int:
-        return int(self.lengths.sum())
+        return int(self.lengths.sum()) if self._filling else self.max_size
 
     @property
     def initialized(self) -> bool:  # type: ignore[override]
@@ -165,8 +194,9 @@ class EpisodeStorage(TensorStorage):
         if self.memmap_dir is not None:
             os.makedirs(self.memmap_dir, exist_ok=True)
             fname = os.path.join(self.memmap_dir, ".".join(key) + ".memmap")
+            if os.path.exists(fname):
+                os.remove(fname)  # a fresh file is sparse and reads as zeros
             col = MemoryMappedTensor.empty(shape, dtype=tdtype, filename=fname)
-            col.zero_()
         else:
             col = torch.zeros(shape, dtype=tdtype, device=self.device)
         self._set_column(key, col)
@@ -176,6 +206,8 @@ class EpisodeStorage(TensorStorage):
         self.columns[key] = col
         if self._numpy_ok:
             self.np_columns[key] = col.numpy()
+            if key == DONE:
+                self.done3 = self.np_columns[DONE].reshape(self.num_rings, self.ring_size)
         self._td = None
 
     @property
@@ -200,7 +232,7 @@ class EpisodeStorage(TensorStorage):
         """Validate ``leaves`` against existing columns; return the keys to allocate."""
         new = []
         for key, arr in leaves.items():
-            col = self.np_columns.get(key) if self._numpy_ok else None
+            col: Any = self.np_columns.get(key) if self._numpy_ok else None
             if col is None and key in self.columns:
                 col = self.columns[key]
             if col is None:
@@ -219,7 +251,9 @@ class EpisodeStorage(TensorStorage):
                 t.dtype
             )
 
-    def write_rows(self, pos: np.ndarray, leaves: dict[Key, np.ndarray], fill_missing: bool) -> None:
+    def write_rows(
+        self, pos: np.ndarray, leaves: dict[Key, np.ndarray], fill_missing: bool
+    ) -> None:
         """Write ``leaves`` at ``pos`` (allocating new keys); zero other columns if asked."""
         for key in self.check(leaves):
             arr = leaves[key]
@@ -240,29 +274,35 @@ class EpisodeStorage(TensorStorage):
     def write_step(
         self,
         rings: np.ndarray | None,
-        leaves: dict[Key, np.ndarray],
+        leaves: dict[Key, np.ndarray] | list[np.ndarray],
         done: np.ndarray,
         rew: np.ndarray,
         cols: list[np.ndarray | None] | None = None,
+        cols3: list[np.ndarray | None] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Write one transition into each of the distinct ``rings``; update bookkeeping.
 
         ``rings=None`` means every ring, in order. ``leaves`` must already be validated.
-        ``cols`` (the numpy column of each leaf, ``None`` to skip it) asserts that the
-        key set covers the allocated columns and no conversion is needed; otherwise new
-        keys are allocated and columns absent from ``leaves`` are zeroed at the written
-        rows. Returns ``(ptr, ep_rew, ep_len, ep_idx)``.
+        ``cols`` (the numpy column of each leaf in order, ``None`` to skip it; ``cols3``
+        the same viewed as ``(num_rings, ring_size, ...)``) asserts that the leaves cover
+        the allocated columns and need no conversion; otherwise new keys are allocated
+        and columns absent from ``leaves`` are zeroed at the written rows.
+        Returns ``(ptr, ep_rew, ep_len, ep_idx)``.
         """
+        values = leaves if isinstance(leaves, list) else list(leaves.values())
+        if cols3 is not None and rings is None and self._lockstep:
+            return self._write_lockstep(values, cols3, done, rew)
         sel: Any = slice(None) if rings is None else rings
         off = self.offsets[sel]
         ptr = off + self.cursor[sel]
         if cols is not None:
-            for col, arr in zip(cols, leaves.values()):
+            for col, arr in zip(cols, values):
                 if col is not None:
                     col[ptr] = arr
             dcol = self.np_columns[DONE]
             dcol[ptr] = done
         else:
+            assert isinstance(leaves, dict)
             self.write_rows(ptr, leaves, fill_missing=True)
             self._write(DONE, ptr, done)
             dcol = self._done_at(slice(None))
@@ -273,11 +313,54 @@ class EpisodeStorage(TensorStorage):
         self.last_index[sel] = ptr
         nxt = self.nxt_base[ptr]
         self.cursor[sel] = nxt - off
+        if rings is not None:
+            self._lockstep = False
         if self._filling:
             lens = np.minimum(self.lengths[sel] + 1, self.ring_size)
             self.lengths[sel] = lens
             self.prv_base[off] = off + lens - 1
             self._filling = bool((self.lengths < self.ring_size).any())
+        return self._episode_stats(rings, done, rew, nxt)
+
+    def _write_lockstep(
+        self,
+        values: list[np.ndarray],
+        cols3: list[np.ndarray | None],
+        done: np.ndarray,
+        rew: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """All rings share cursor and length: write column ``c`` of the ring-major views."""
+        s = self.ring_size
+        c = int(self.cursor[0])
+        for col3, arr in zip(cols3, values):
+            if col3 is not None:
+                col3[:, c] = arr
+        done3 = self.done3
+        done3[:, c] = done
+        n = int(self.lengths[0])
+        old = (c - 1) % s if n else 0
+        stop3 = self.stop3
+        stop3[:, old] = done3[:, old]
+        stop3[:, c] = True
+        ptr = self.offsets + c
+        self.last_index[:] = ptr
+        c1 = c + 1 if c + 1 < s else 0
+        self.cursor.fill(c1)
+        if n < s:
+            self.lengths.fill(n + 1)
+            self.prv_base[self.offsets] = self.offsets + n
+            self._filling = n + 1 < s
+        return self._episode_stats(None, done, rew, None, c1, ptr)
+
+    def _episode_stats(
+        self,
+        rings: np.ndarray | None,
+        done: np.ndarray,
+        rew: np.ndarray,
+        nxt: np.ndarray | None,
+        c1: int = 0,
+        ptr: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         if self.ep_return.shape[1:] != rew.shape[1:]:
             self._prepare_ep_return(rew)
         if rings is None:
@@ -286,20 +369,24 @@ class EpisodeStorage(TensorStorage):
             eln = self.ep_len
             eln += 1
             start = self.ep_start.copy()
+            if ptr is None:
+                ptr = self.last_index.copy()
         else:
             ret = self.ep_return[rings] + rew
             eln = self.ep_len[rings] + 1
             start = self.ep_start[rings]
-        if done.any():
+            ptr = self.last_index[rings]
+        if np.count_nonzero(done):
             dmask = done.reshape(done.shape + (1,) * (ret.ndim - 1))
             ep_rew = np.where(dmask, ret, 0.0)
             ep_len = np.where(done, eln, 0)
             ret[done] = 0.0
             eln[done] = 0
+            new_start = (self.offsets + c1)[done] if nxt is None else nxt[done]
             if rings is None:
-                self.ep_start[done] = nxt[done]
+                self.ep_start[done] = new_start
             else:
-                self.ep_start[rings[done]] = nxt[done]
+                self.ep_start[rings[done]] = new_start
         else:
             ep_rew = np.zeros(ret.shape)
             ep_len = np.zeros(len(ptr), dtype=np.int64)
@@ -335,8 +422,10 @@ class EpisodeStorage(TensorStorage):
         self.write_rows(pos, leaves, fill_missing)
         self._write(DONE, pos, done)
         if n == 0:
-            self.refresh_links()
             return pos
+        old_last = int(self.last_index[ring])
+        self.stop[old_last] = self._done_at(np.array([old_last]))[0]
+        self.stop[pos] = done
         self.last_index[ring] = pos[-1]
         self.cursor[ring] = (local[-1] + 1) % self.ring_size
         self.lengths[ring] = min(self.ring_size, max(self.lengths[ring] + n, local.max() + 1))
@@ -344,7 +433,9 @@ class EpisodeStorage(TensorStorage):
             rew = np.zeros(n) if rew is None else rew.astype(np.float64)
             self._prepare_ep_return(rew)
             self._advance_episode(ring, pos, done, rew)
-        self.refresh_links()
+        self.stop[self.last_index[ring]] = True
+        self.prv_base[off] = off + max(int(self.lengths[ring]), 1) - 1
+        self._update_flags()
         return pos
 
     def _advance_episode(
@@ -352,8 +443,7 @@ class EpisodeStorage(TensorStorage):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = len(done)
         seg = np.concatenate([[0], np.cumsum(done)[:-1]])
-        done_rows = np.flatnonzero(done)
-        first = np.where(seg == 0, 0, done_rows[np.maximum(seg - 1, 0)] + 1) if n else seg
+        first = np.concatenate([[-1], np.flatnonzero(done)])[seg] + 1
         csum = np.cumsum(rew, axis=0)
         base = np.where((first > 0).reshape((-1,) + (1,) * (rew.ndim - 1)), csum[first - 1], 0.0)
         head = (seg == 0).reshape((-1,) + (1,) * (rew.ndim - 1))
@@ -371,7 +461,7 @@ class EpisodeStorage(TensorStorage):
         return ret, length, start
 
     # ----------------------------------------------------------- episode API
-    def _done_at(self, idx: np.ndarray) -> np.ndarray:
+    def _done_at(self, idx: Any) -> np.ndarray:
         col = self.np_columns.get(DONE)
         if col is not None:
             return col[idx]
@@ -427,6 +517,8 @@ class EpisodeStorage(TensorStorage):
 
     def sample_uniform(self, n: int, generator: torch.Generator | None) -> np.ndarray:
         """``n`` indices drawn uniformly with replacement from all valid rows."""
+        if not self._filling:  # every row is valid
+            return torch.randint(self.max_size, (n,), generator=generator).numpy()
         lens = self.lengths
         total = int(lens.sum())
         if total == 0:
@@ -434,7 +526,7 @@ class EpisodeStorage(TensorStorage):
         u = torch.randint(total, (n,), generator=generator).numpy()
         if self.num_rings == 1:
             return u
-        if lens.min() == lens.max():
+        if self._lockstep:
             ring = u // lens[0]
             return u + ring * (self.ring_size - lens[0])
         cum = np.cumsum(lens)
@@ -520,8 +612,13 @@ class EpisodeStorage(TensorStorage):
                     f"{'.'.join(key)}: expected leading dimension {self.max_size}, "
                     f"got shape {tuple(t.shape)}"
                 )
-            self.allocate(key, tuple(t.shape[1:]), t.numpy().dtype if t.device.type == "cpu"
-                          else np.dtype(str(t.dtype).replace("torch.", "")))
+            self.allocate(
+                key,
+                tuple(t.shape[1:]),
+                t.numpy().dtype
+                if t.device.type == "cpu"
+                else np.dtype(str(t.dtype).replace("torch.", "")),
+            )
             self.columns[key].copy_(t)
         self.refresh_links()
 
@@ -559,12 +656,17 @@ class EpisodeStorage(TensorStorage):
         state = Storage.__getstate__(self)
         state["np_columns"] = {}
         state["_td"] = None
+        state.pop("done3", None)
+        state.pop("stop3", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         Storage.__setstate__(self, state)
         if self._numpy_ok:
             self.np_columns = {k: v.numpy() for k, v in self.columns.items()}
+            if DONE in self.np_columns:
+                self.done3 = self.np_columns[DONE].reshape(self.num_rings, self.ring_size)
+        self.stop3 = self.stop.reshape(self.num_rings, self.ring_size)
 
     def __repr__(self) -> str:
         return (
@@ -587,6 +689,7 @@ def _episode_flags(leaves: dict[Key, np.ndarray], n: int) -> np.ndarray:
     """``done`` for rows written through TorchRL: terminated|truncated, else done keys."""
     flags = np.zeros(n, dtype=bool)
     found = False
+    key: Key
     for key in (("terminated",), ("truncated",), ("next", "terminated"), ("next", "truncated")):
         if key in leaves:
             flags |= leaves[key].reshape(n, -1).any(-1)

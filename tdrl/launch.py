@@ -1,0 +1,200 @@
+"""Build and run a whole experiment from a preset: envs, collectors, algorithm, trainer, logs.
+
+This is what ``tdrl train ALGO TASK`` and the scripts in ``recipes/`` run. Everything is
+assembled from the public building blocks, so the function below doubles as a worked
+example of wiring tdrl by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tdrl.algorithm.presets import DQN_CARTPOLE, PPO_CARTPOLE, SAC_PENDULUM
+from tdrl.data.buffer import VectorReplayBuffer
+from tdrl.data.collector import Collector
+from tdrl.env import DummyVectorEnv
+from tdrl.trainer import OffPolicyTrainer, OnPolicyTrainer, TrainResult
+from tdrl.utils.logger import BaseLogger, ConsoleLogger, CSVLogger, LazyLogger
+
+PRESETS: dict[str, Any] = {"dqn": DQN_CARTPOLE, "ppo": PPO_CARTPOLE, "sac": SAC_PENDULUM}
+LOGGERS = ("csv", "console", "tensorboard", "wandb", "none")
+CURVE_KEY = "test/returns_stat/mean"
+
+
+@dataclass
+class ExperimentConfig:
+    """What to train and how; ``None`` fields take the algorithm preset's value.
+
+    >>> ExperimentConfig("ppo", "CartPole-v1").run_name().startswith("ppo-CartPole-v1-seed0")
+    True
+    """
+
+    algo: str
+    task: str
+    seed: int = 0
+    epochs: int | None = None
+    step_per_epoch: int | None = None
+    training_num: int | None = None
+    test_num: int | None = None
+    stop_reward: float | None = None
+    logger: str = "csv"
+    log_dir: str = "runs"
+    device: str = "cpu"
+    resume: bool = False
+    show_progress: bool = True
+    plot: bool = True
+
+    def run_name(self) -> str:
+        """A directory name unique to the algorithm, task and seed."""
+        return f"{self.algo}-{self.task}-seed{self.seed}"
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's ``random``, NumPy's global RNG and torch."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def make_logger(kind: str, run_dir: Path, config: dict[str, Any]) -> BaseLogger:
+    """A logger of the given kind writing into ``run_dir`` (W&B: offline unless asked)."""
+    if kind == "csv":
+        return CSVLogger(run_dir)
+    if kind == "console":
+        return ConsoleLogger()
+    if kind == "tensorboard":
+        from tdrl.utils.logger import TensorboardLogger
+
+        return TensorboardLogger(str(run_dir))
+    if kind == "wandb":
+        from tdrl.utils.logger import WandbLogger
+
+        return WandbLogger(project="tdrl", name=run_dir.name, config=config, dir=run_dir)
+    if kind == "none":
+        return LazyLogger()
+    raise ValueError(f"logger must be one of {LOGGERS}, got {kind!r}")
+
+
+def _preset(cfg: ExperimentConfig) -> Any:
+    if cfg.algo not in PRESETS:
+        raise ValueError(f"algo must be one of {sorted(PRESETS)}, got {cfg.algo!r}")
+    overrides: dict[str, Any] = {"task": cfg.task}
+    for field in ("step_per_epoch", "training_num", "test_num"):
+        if getattr(cfg, field) is not None:
+            overrides[field] = getattr(cfg, field)
+    if cfg.epochs is not None:
+        overrides["max_epochs"] = cfg.epochs
+    if cfg.stop_reward is not None:
+        overrides["threshold"] = cfg.stop_reward
+    return dataclasses.replace(PRESETS[cfg.algo], **overrides)
+
+
+def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
+    """Train ``cfg.algo`` on ``cfg.task``; return the result and the run directory."""
+    preset = _preset(cfg)
+    seed_everything(cfg.seed)
+    run_dir = Path(cfg.log_dir) / cfg.run_name()
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    def make_env() -> gym.Env:
+        return gym.make(preset.task)
+
+    train_envs = DummyVectorEnv([make_env] * preset.training_num)
+    test_envs = DummyVectorEnv([make_env] * preset.test_num)
+    algorithm = preset.build(train_envs.observation_space[0], train_envs.action_space[0])
+    algorithm.to(cfg.device)
+    noisy = cfg.algo == "dqn"  # epsilon-greedy in training, eps_test when testing
+    buffer = VectorReplayBuffer(preset.buffer_size, preset.training_num)
+    train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
+    test = Collector(algorithm.policy, test_envs, exploration_noise=noisy)
+    train.reset(seed=cfg.seed)
+    test.reset(seed=cfg.seed + 100_000)
+    warmup = getattr(preset, "warmup_steps", 0)
+    if warmup and not (cfg.resume and (run_dir / "checkpoint.pt").exists()):
+        train.collect(n_step=warmup, random=True)
+    logger = make_logger(cfg.logger, run_dir, dataclasses.asdict(cfg))
+    trainer_cls = OnPolicyTrainer if cfg.algo == "ppo" else OffPolicyTrainer
+    threshold = preset.threshold
+    trainer = trainer_cls(
+        algorithm,
+        train,
+        test_collector=test,
+        stop_fn=lambda best: best >= threshold,
+        logger=logger,
+        checkpoint_path=run_dir / "checkpoint.pt",
+        resume=cfg.resume,
+        show_progress=cfg.show_progress,
+        **preset.trainer_kwargs(),
+    )
+    start = time.perf_counter()
+    result = trainer.run()
+    print(
+        f"{cfg.algo} on {preset.task}: best test return {result.best_reward:.1f} "
+        f"± {result.best_reward_std:.1f} (epoch {result.best_epoch}), "
+        f"{result.env_step} env steps, {time.perf_counter() - start:.1f} s; logs in {run_dir}",
+        flush=True,
+    )
+    if cfg.plot and cfg.logger == "csv":
+        from tdrl.utils.plot import plot_runs
+
+        out = plot_runs([run_dir], key=CURVE_KEY, out=run_dir / "curve.png")
+        print(f"learning curve: {out}", flush=True)
+    train_envs.close()
+    test_envs.close()
+    return result, run_dir
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command-line flags of ``tdrl train`` and the recipes."""
+    parser.add_argument("--task", default=None, help="gymnasium id (default: the preset's)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--logger", choices=LOGGERS, default="csv")
+    parser.add_argument("--logdir", default="runs")
+    parser.add_argument("--epochs", type=int, default=None)
+    parser.add_argument("--step-per-epoch", type=int, default=None)
+    parser.add_argument("--training-num", type=int, default=None)
+    parser.add_argument("--test-num", type=int, default=None)
+    parser.add_argument("--stop-reward", type=float, default=None)
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-plot", action="store_true")
+
+
+def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> ExperimentConfig:
+    """Turn parsed flags into an :class:`ExperimentConfig`."""
+    return ExperimentConfig(
+        algo=algo,
+        task=task or args.task or PRESETS[algo].task,
+        seed=args.seed,
+        epochs=args.epochs,
+        step_per_epoch=args.step_per_epoch,
+        training_num=args.training_num,
+        test_num=args.test_num,
+        stop_reward=args.stop_reward,
+        logger=args.logger,
+        log_dir=args.logdir,
+        device=args.device,
+        resume=args.resume,
+        show_progress=not args.no_progress,
+        plot=not args.no_plot,
+    )
+
+
+def recipe_main(algo: str, argv: list[str] | None = None) -> TrainResult:
+    """Entry point of the ``recipes/`` scripts: parse flags, run, return the result."""
+    parser = argparse.ArgumentParser(description=f"Train {algo.upper()} with tdrl")
+    add_train_arguments(parser)
+    args = parser.parse_args(argv)
+    result, _ = run_experiment(config_from_args(algo, None, args))
+    return result
