@@ -15,7 +15,7 @@ import torch
 from benchmarks.timing import best_of, row
 
 
-def pair(fn_a, fn_b, number: int, repeat: int = 7) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def pair(fn_a, fn_b, number: int, repeat: int = 9) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """Best-of timings of two callables measured in alternation (load hits both alike)."""
     a = b = float("inf")
     for _ in range(repeat):

@@ -68,18 +68,21 @@ def seed_everything(seed: int) -> None:
 
 def make_logger(kind: str, run_dir: Path, config: dict[str, Any]) -> BaseLogger:
     """A logger of the given kind writing into ``run_dir`` (W&B: offline unless asked)."""
+    intervals = {"train_interval": 1, "test_interval": 1, "update_interval": 100}
     if kind == "csv":
-        return CSVLogger(run_dir)
+        return CSVLogger(run_dir, **intervals)
     if kind == "console":
-        return ConsoleLogger()
+        return ConsoleLogger(**intervals)
     if kind == "tensorboard":
         from tdrl.utils.logger import TensorboardLogger
 
-        return TensorboardLogger(str(run_dir))
+        return TensorboardLogger(str(run_dir), **intervals)
     if kind == "wandb":
         from tdrl.utils.logger import WandbLogger
 
-        return WandbLogger(project="tdrl", name=run_dir.name, config=config, dir=run_dir)
+        return WandbLogger(
+            project="tdrl", name=run_dir.name, config=config, dir=run_dir, **intervals
+        )
     if kind == "none":
         return LazyLogger()
     raise ValueError(f"logger must be one of {LOGGERS}, got {kind!r}")

@@ -73,8 +73,9 @@ def discounted_segment_sum(a: np.ndarray, end: np.ndarray, g: float) -> np.ndarr
     ``g**-j`` cannot overflow; inside a block ``y[j] = g**j * (P[j] - P[s - 1])`` with ``P`` the
     cumulative sum of ``g**-j * r[j]`` and ``s`` the start of ``j``'s run. A block's first run
     then takes the previous block's last value with weight ``g**(j+1)``; that value depends on
-    the block before only through ``g**B <= e**-600``, below float64 resolution, so one level
-    of carry is exact. About ten array operations, no Python loop over elements.
+    the block before only through ``g**B`` (at most about ``e**-150`` when there are several
+    blocks), far below float64 resolution, so one level of carry is exact. About ten array
+    operations, no Python loop over elements.
 
     :param a: float array of per-step terms (e.g. TD errors), shape ``(n,)``.
     :param end: bool array, shape ``(n,)``; ``True`` cuts the chain after that step.

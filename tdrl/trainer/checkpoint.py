@@ -42,6 +42,13 @@ def _collectors(trainer: Any) -> dict[str, Any]:
     return out
 
 
+def _logger_state(logger: Any) -> dict[str, int]:
+    """The logger's interval bookkeeping (``last_log_*`` / ``last_save_step``)."""
+    return {
+        k: v for k, v in vars(logger).items() if k.startswith("last_") and isinstance(v, int)
+    }
+
+
 def save_checkpoint(trainer: Any, path: str | Path) -> Path:
     """Write the full state of ``trainer``'s run to ``path`` (a ``torch.save`` file)."""
     path = Path(path)
@@ -51,6 +58,7 @@ def save_checkpoint(trainer: Any, path: str | Path) -> Path:
         "algorithm": trainer.algorithm.state_dict(),
         "collectors": {k: c.state_dict() for k, c in _collectors(trainer).items()},
         "rng": rng_state(),
+        "logger": _logger_state(trainer.logger),
     }
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save(state, tmp)
@@ -66,4 +74,6 @@ def load_checkpoint(trainer: Any, path: str | Path) -> None:
         if name in state["collectors"]:
             collector.load_state_dict(state["collectors"][name])
     trainer.load_state_dict(state["trainer"])
+    for key, value in state.get("logger", {}).items():
+        setattr(trainer.logger, key, value)
     set_rng_state(state["rng"])

@@ -485,3 +485,14 @@ def test_nstep_reward_column_shapes() -> None:
     buf.rew = torch.zeros(8, 2, dtype=torch.float64)
     with pytest.raises(ValueError, match=r"buffer.rew: expected one scalar reward .* \(8, 2\)"):
         compute_nstep_return({}, buf, np.arange(2), _qfn(np.zeros(8)))
+
+
+def test_gae_accepts_grad_tensors_and_numpy_indices_as_tensor() -> None:
+    buf = _one_episode("truncated")
+    idx = buf.sample_indices(0)
+    v_s = torch.zeros(4, requires_grad=True)
+    v_s_ = torch.ones(4, 1, requires_grad=True)
+    ret, _ = compute_episodic_return(buf[idx], buf, torch.as_tensor(idx), v_s_, v_s, 0.5, 1.0)
+    assert not ret.requires_grad and ret.dtype == torch.float32
+    exp, _ = compute_episodic_return(buf[idx], buf, idx, v_s_.detach(), v_s.detach(), 0.5, 1.0)
+    torch.testing.assert_close(ret, exp)

@@ -177,3 +177,87 @@ def test_argument_errors() -> None:
     policy = SACPolicy(actor=GaussianActor(3, 2, (4,)), action_space=SPACE)
     with pytest.raises(ValueError, match="tau: expected a value in \\[0, 1\\], got 2"):
         SAC(policy=policy, critic=QCritic(3, 2, (4,)), tau=2)
+
+
+class _SharedActor(torch.nn.Module):
+    """Near-deterministic actor both libraries accept: ``((loc, scale), None)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = GaussianActor(3, 2, (16,), state_dependent_std=False, init_log_std=-14.0)
+
+    def forward(self, obs, state=None, info=None):  # type: ignore[no-untyped-def]
+        return self.net(torch.as_tensor(obs, dtype=torch.float32)), None
+
+
+class _SharedCritic(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = QCritic(3, 2, (16,))
+
+    def forward(self, obs, act):  # type: ignore[no-untyped-def]
+        return self.net(torch.as_tensor(obs), torch.as_tensor(act))
+
+
+def test_updates_match_tianshou_with_zero_alpha() -> None:
+    """With alpha = 0 and a ~zero action std, SAC is deterministic: compare 4 updates."""
+    pytest.importorskip("tianshou")
+    import copy
+
+    from tianshou.algorithm import SAC as TSAC
+    from tianshou.algorithm.modelfree.sac import SACPolicy as TSACPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Batch as TBatch
+    from tianshou.data import VectorReplayBuffer as TVRB
+    from tianshou.utils.torch_utils import policy_within_training_step, torch_train_mode
+
+    torch.manual_seed(0)
+    actor, c1, c2 = _SharedActor(), _SharedCritic(), _SharedCritic()
+    ours = SAC(
+        policy=SACPolicy(actor=copy.deepcopy(actor), action_space=SPACE),
+        critic=copy.deepcopy(c1),
+        critic2=copy.deepcopy(c2),
+        alpha=0.0,
+        n_step=2,
+        tau=0.1,
+    )
+    adam = AdamOptimizerFactory(lr=1e-3)
+    peer = TSAC(
+        policy=TSACPolicy(actor=copy.deepcopy(actor), action_space=SPACE),
+        policy_optim=adam,
+        critic=copy.deepcopy(c1),
+        critic_optim=adam,
+        critic2=copy.deepcopy(c2),
+        critic2_optim=adam,
+        alpha=0.0,
+        n_step_return_horizon=2,
+        tau=0.1,
+    )
+    rng = np.random.default_rng(0)
+    b_ours, b_peer = VectorReplayBuffer(60, 3), TVRB(60, 3)
+    for _ in range(15):
+        d = dict(
+            obs=rng.normal(size=(3, 3)).astype(np.float32),
+            act=rng.uniform(-1, 1, size=(3, 2)).astype(np.float32),
+            rew=rng.normal(size=3).astype(np.float32),
+            terminated=rng.random(3) < 0.15,
+            truncated=rng.random(3) < 0.1,
+            obs_next=rng.normal(size=(3, 3)).astype(np.float32),
+        )
+        b_ours.add(Batch(**d))
+        b_peer.add(TBatch(info={}, **d))
+    for step in range(4):
+        idx = rng.choice(b_ours.sample_indices(0), 16)
+        with within_training_step(ours.policy):
+            got = ours._update_with_batch(ours.preprocess(b_ours[idx], b_ours, idx), 16, 1)
+        with policy_within_training_step(peer.policy), torch_train_mode(peer):
+            expected = peer._update_with_batch(peer._preprocess_batch(b_peer[idx], b_peer, idx))
+        exp_critic = expected.critic1_loss + expected.critic2_loss
+        assert got["critic_loss"] == pytest.approx(exp_critic, rel=1e-4), step
+        assert got["actor_loss"] == pytest.approx(expected.actor_loss, rel=1e-4), step
+    for a, b in ((ours.policy.actor, peer.policy.actor), (ours.critics[1], peer.critic2)):
+        for (name, p_ours), p_peer in zip(a.named_parameters(), b.parameters()):
+            if "log_std" not in name:  # its gradient only comes through the random noise
+                torch.testing.assert_close(p_ours, p_peer, atol=1e-5, rtol=1e-4)
+    for p_ours, p_peer in zip(ours.critic1_old.parameters(), peer.critic_old.parameters()):
+        torch.testing.assert_close(p_ours, p_peer, atol=1e-5, rtol=1e-4)

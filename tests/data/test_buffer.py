@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -52,6 +54,11 @@ def test_tutorial_basic_usage() -> None:
     assert tail.obs.tolist() == [7, 8, 9] and tail.obs_next.tolist() == [8, 9, 10]
     assert set(tail.keys()) >= {"obs", "act", "rew", "terminated", "truncated", "done"}
     assert {"info", "policy"} <= set(tail.keys())
+    clone = pickle.loads(pickle.dumps(buf))
+    assert clone.obs.tolist() == buf.obs.tolist() and len(clone) == 10
+    batch, idx = buf.sample(batch_size=5)
+    assert batch.obs.shape == (5,) and torch.equal(batch.obs, buf[idx].obs)
+    assert torch.equal(batch.obs_next, batch.obs + 1)
 
 
 def _trajectory_buffer() -> tuple[ReplayBuffer, list]:
@@ -104,6 +111,8 @@ def test_concepts_update_and_sample(tmp_path) -> None:
         buf.add(Batch(step(i)))
     assert buf.obs.tolist() == [0, 1, 2] + [0] * 17
     assert len(buf) == 3
+    with open(tmp_path / "buf.pkl", "wb") as f:
+        pickle.dump(buf, f)
     buf.save_hdf5(tmp_path / "buf.hdf5")
     buf2 = ReplayBuffer(size=10)
     for i in range(15):
@@ -119,8 +128,10 @@ def test_concepts_update_and_sample(tmp_path) -> None:
     batch_data, indices = buf.sample(batch_size=4)
     assert (batch_data.obs == buf[indices].obs).all()
     assert len(buf) == 13
+    with open(tmp_path / "buf.pkl", "rb") as f:
+        assert len(pickle.load(f)) == 3
     loaded = ReplayBuffer.load_hdf5(tmp_path / "buf.hdf5")
-    assert len(loaded) == 3
+    assert len(loaded) == 3 and loaded.obs[:3].tolist() == [0, 1, 2]
 
 
 def test_concepts_stack_num_ignore_obs_next() -> None:

@@ -183,3 +183,23 @@ def test_from_data_h5py(tmp_path) -> None:
             *(f[k] for k in ("obs", "act", "rew", "terminated", "truncated", "done", "obs_next"))
         )
     assert buf.obs.tolist() == [0, 1, 2, 3] and buf.unfinished_index().tolist() == [3]
+
+
+def test_deepcopy_is_independent(vbuf: VectorReplayBuffer) -> None:
+    import copy
+
+    clone = copy.deepcopy(vbuf)
+    assert _signature(clone) == _signature(vbuf)
+    assert _continue(clone) == _continue(vbuf)
+    clone.add(
+        {
+            "obs": {"pos": np.full((3, 3), 7, np.float32)},
+            "act": np.zeros(3, np.int64),
+            "rew": np.ones(3),
+            "terminated": np.zeros(3, bool),
+            "truncated": np.zeros(3, bool),
+            "obs_next": {"pos": np.zeros((3, 3), np.float32)},
+            "info": {"env_id": np.arange(3)},
+        }
+    )
+    assert (vbuf.obs.pos != 7).all() and (clone.obs.pos == 7).any()

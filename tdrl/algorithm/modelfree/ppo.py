@@ -42,14 +42,19 @@ __all__ = ["PPO", "ActorPolicy", "ProbabilisticActorPolicy", "default_dist_fn"]
 def default_dist_fn(action_space: gym.Space) -> Any:
     """Categorical over logits for ``Discrete``, diagonal Normal over ``(loc, scale)`` else.
 
+    Argument validation is off (``validate_args=False``): it more than doubles the cost of
+    building a distribution and taking a log-probability (~100 µs -> ~45 µs).
+
     >>> d = default_dist_fn(gym.spaces.Discrete(3))(torch.zeros(2, 3))
     >>> d.sample().shape
     torch.Size([2])
     """
     if isinstance(action_space, gym.spaces.Discrete):
-        return lambda logits: Categorical(logits=logits)
+        return lambda logits: Categorical(logits=logits, validate_args=False)
     if isinstance(action_space, gym.spaces.Box):
-        return lambda ls: Independent(Normal(ls[0], ls[1]), 1)
+        return lambda ls: Independent(
+            Normal(ls[0], ls[1], validate_args=False), 1, validate_args=False
+        )
     raise ValueError(f"action_space: expected Discrete or Box, got {type(action_space).__name__}")
 
 

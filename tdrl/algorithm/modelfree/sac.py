@@ -92,7 +92,8 @@ class SACPolicy(Policy):
         """Squashed action and its log-probability."""
         act, log_prob, loc, scale = self.sample(batch["obs"])
         out = make_batch({"act": act, "log_prob": log_prob, "state": state}, act.shape[0])
-        object.__setattr__(out, "dist", Independent(Normal(loc, scale), 1))
+        dist = Independent(Normal(loc, scale, validate_args=False), 1, validate_args=False)
+        object.__setattr__(out, "dist", dist)
         return out
 
 

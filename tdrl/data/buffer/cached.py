@@ -181,11 +181,7 @@ class CachedReplayBuffer:
         if hasattr(main, "init_weight"):
             main.init_weight(index)
         # empty the cache ring (its running episode statistics were reset by the done step)
-        cst.cursor[ring] = 0
-        cst.lengths[ring] = 0
-        cst.last_index[ring] = off
-        cst.ep_start[ring] = off
-        cst.refresh_links()  # the storage's derived links and lock-step flag
+        cst.reset_rings([ring])
         return index
 
     # ------------------------------------------------------------ episodes

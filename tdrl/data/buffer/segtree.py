@@ -236,7 +236,12 @@ class SumMinTree:
         if not total > 0:
             raise ValueError("sample: the tree sums to 0, nothing can be drawn")
         v = np.multiply(uniform, total)
-        idx = self._descend_fast(v.copy(), top, csum)
+        # descending in sorted order makes the searches and gathers cache- and branch-friendly;
+        # the result is scattered back, so idx[i] is the leaf of uniform[i]
+        order = np.argsort(v)
+        found = self._descend_fast(v.take(order), top, csum)
+        idx = np.empty_like(found)
+        idx[order] = found
         if idx.size and not (idx.max() < self._capacity and self._sum[0].take(idx).all()):
             idx = self._descend(v, top, csum)  # rounding reached an empty node: exact path
         return idx

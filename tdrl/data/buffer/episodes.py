@@ -1,0 +1,375 @@
+"""``EpisodeBook``: Tianshou's per-ring episode bookkeeping, vectorized over rings.
+
+Mixed into :class:`~tdrl.data.buffer.storage.EpisodeStorage`. Per ring it keeps the
+insertion ``cursor``, the number of valid rows (``lengths``), the newest global index
+(``last_index``) and the running episode return/length/start (``ep_return``, ``ep_len``,
+``ep_start``). Derived link arrays make the episode queries a few vector ops with no
+per-ring Python loop: ``stop[i] = done[i] or i is a ring's newest index``;
+``prv_base``/``nxt_base`` are ``i - 1``/``i + 1`` wrapped inside each ring's filled part.
+``prev(i) = i if stop[prv_base[i]] else prv_base[i]``;
+``next(i) = i if stop[i] else nxt_base[i]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from tdrl.data.buffer.schema import Key
+
+DONE: Key = ("done",)
+
+
+class EpisodeBook:
+    """Episode bookkeeping and the episode queries (``prev``, ``next``, ...) of a storage.
+
+    The host class provides the columns (``columns``, ``np_columns``, ``_write``,
+    ``write_rows``) and the layout (``num_rings``, ``ring_size``, ``max_size``,
+    ``offsets``).
+    """
+
+    num_rings: int
+    ring_size: int
+    max_size: int
+    offsets: np.ndarray
+    all_rings: np.ndarray
+    columns: dict[Key, torch.Tensor]
+    np_columns: dict[Key, np.ndarray]
+    ep_return: np.ndarray
+    ep_len: np.ndarray
+    done3: np.ndarray
+
+    def _write(self, key: Key, pos: np.ndarray, value: Any) -> None:
+        raise NotImplementedError
+
+    def write_rows(
+        self, pos: np.ndarray, leaves: dict[Key, np.ndarray], fill_missing: bool
+    ) -> None:
+        """Write ``leaves`` at ``pos``; provided by the storage."""
+        raise NotImplementedError
+
+    def reset_bookkeeping(self, keep_statistics: bool = False) -> None:
+        """Forget all rows (data stays allocated); optionally keep running episode stats."""
+        old_last = getattr(self, "last_index", None)
+        self.cursor = np.zeros(self.num_rings, dtype=np.int64)
+        self.lengths = np.zeros(self.num_rings, dtype=np.int64)
+        self.last_index = self.offsets.copy()
+        self.ep_start = self.offsets.copy()
+        if not keep_statistics:
+            self.ep_return = np.zeros_like(self.ep_return)
+            self.ep_len = np.zeros(self.num_rings, dtype=np.int64)
+        if old_last is None or getattr(self, "stop", None) is None:
+            self.refresh_links()
+            return
+        # O(num_rings) instead of a full refresh: only the last-index marks move
+        self.stop[old_last] = self._done_at(old_last)
+        self.stop[self.offsets] = True
+        self.prv_base[self.offsets] = self.offsets
+        self._update_flags()
+
+    def reset_rings(self, rings: Any) -> None:
+        """Empty the given rings in O(len(rings)) (data and episode statistics are kept)."""
+        rings = np.asarray(rings, dtype=np.int64).reshape(-1)
+        old = self.last_index[rings]
+        self.stop[old] = self._done_at(old)
+        off = self.offsets[rings]
+        self.cursor[rings] = 0
+        self.lengths[rings] = 0
+        self.last_index[rings] = off
+        self.ep_start[rings] = off
+        self.stop[off] = True
+        self.prv_base[off] = off
+        self._update_flags()
+
+    def _update_flags(self) -> None:
+        self._filling = bool((self.lengths < self.ring_size).any())
+        self._lockstep = bool(
+            (self.cursor == self.cursor[0]).all() and (self.lengths == self.lengths[0]).all()
+        )
+
+    def refresh_links(self) -> None:
+        """Recompute the derived link arrays from ``done`` and the ring bookkeeping.
+
+        ``stop[i]`` is ``done[i] or i is a ring's last index``; ``prv_base``/``nxt_base``
+        hold ``i - 1``/``i + 1`` wrapped inside each ring's filled part. Call this after
+        editing the ``done`` column in place.
+        """
+        n, s = self.max_size, self.ring_size
+        stop = self._done_at(slice(None)).astype(bool, copy=True)
+        stop[self.last_index] = True
+        self.stop = stop
+        prv = np.arange(-1, n - 1, dtype=np.int64)
+        nxt = np.arange(1, n + 1, dtype=np.int64)
+        nxt[self.offsets + s - 1] = self.offsets
+        prv[self.offsets] = self.offsets + np.maximum(self.lengths, 1) - 1
+        self.prv_base, self.nxt_base = prv, nxt
+        self.stop3 = stop.reshape(self.num_rings, s)
+        self._update_flags()
+
+    def _prepare_ep_return(self, rew: np.ndarray) -> None:
+        if self.ep_return.shape[1:] != rew.shape[1:]:
+            self.ep_return = np.zeros((self.num_rings, *rew.shape[1:]), dtype=np.float64)
+
+    def write_step(
+        self,
+        rings: np.ndarray | None,
+        leaves: dict[Key, np.ndarray] | list[np.ndarray],
+        done: np.ndarray,
+        rew: np.ndarray,
+        cols: list[np.ndarray | None] | None = None,
+        cols3: list[np.ndarray | None] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Write one transition into each of the distinct ``rings``; update bookkeeping.
+
+        ``rings=None`` means every ring, in order. ``leaves`` must already be validated.
+        ``cols`` (the numpy column of each leaf in order, ``None`` to skip it; ``cols3``
+        the same viewed as ``(num_rings, ring_size, ...)``) asserts that the leaves cover
+        the allocated columns and need no conversion; otherwise new keys are allocated
+        and columns absent from ``leaves`` are zeroed at the written rows.
+        Returns ``(ptr, ep_rew, ep_len, ep_idx)``.
+        """
+        values = leaves if isinstance(leaves, list) else list(leaves.values())
+        if cols3 is not None and rings is None and self._lockstep:
+            return self._write_lockstep(values, cols3, done, rew)
+        sel: Any = slice(None) if rings is None else rings
+        off = self.offsets[sel]
+        ptr = off + self.cursor[sel]
+        if cols is not None:
+            for col, arr in zip(cols, values):
+                if col is not None:
+                    col[ptr] = arr
+            dcol = self.np_columns[DONE]
+            dcol[ptr] = done
+        else:
+            assert isinstance(leaves, dict)
+            self.write_rows(ptr, leaves, fill_missing=True)
+            self._write(DONE, ptr, done)
+            dcol = self._done_at(slice(None))
+        stop = self.stop
+        old = self.last_index[sel]
+        stop[old] = dcol[old]
+        stop[ptr] = True
+        self.last_index[sel] = ptr
+        nxt = self.nxt_base[ptr]
+        self.cursor[sel] = nxt - off
+        if rings is not None:
+            self._lockstep = False
+        if self._filling:
+            lens = np.minimum(self.lengths[sel] + 1, self.ring_size)
+            self.lengths[sel] = lens
+            self.prv_base[off] = off + lens - 1
+            self._filling = bool((self.lengths < self.ring_size).any())
+        return self._episode_stats(rings, done, rew, nxt)
+
+    def _write_lockstep(
+        self,
+        values: list[np.ndarray],
+        cols3: list[np.ndarray | None],
+        done: np.ndarray,
+        rew: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """All rings share cursor and length: write column ``c`` of the ring-major views."""
+        s = self.ring_size
+        c = int(self.cursor[0])
+        for col3, arr in zip(cols3, values):
+            if col3 is not None:
+                col3[:, c] = arr
+        done3 = self.done3
+        done3[:, c] = done
+        n = int(self.lengths[0])
+        old = (c - 1) % s if n else 0
+        stop3 = self.stop3
+        stop3[:, old] = done3[:, old]
+        stop3[:, c] = True
+        ptr = self.offsets + c
+        self.last_index[:] = ptr
+        c1 = c + 1 if c + 1 < s else 0
+        self.cursor.fill(c1)
+        if n < s:
+            self.lengths.fill(n + 1)
+            self.prv_base[self.offsets] = self.offsets + n
+            self._filling = n + 1 < s
+        return self._episode_stats(None, done, rew, None, c1, ptr)
+
+    def _episode_stats(
+        self,
+        rings: np.ndarray | None,
+        done: np.ndarray,
+        rew: np.ndarray,
+        nxt: np.ndarray | None,
+        c1: int = 0,
+        ptr: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self.ep_return.shape[1:] != rew.shape[1:]:
+            self._prepare_ep_return(rew)
+        if rings is None:
+            ret = self.ep_return
+            ret += rew
+            eln = self.ep_len
+            eln += 1
+            start = self.ep_start.copy()
+            if ptr is None:
+                ptr = self.last_index.copy()
+        else:
+            ret = self.ep_return[rings] + rew
+            eln = self.ep_len[rings] + 1
+            start = self.ep_start[rings]
+            ptr = self.last_index[rings]
+        if np.count_nonzero(done):
+            dmask = done.reshape(done.shape + (1,) * (ret.ndim - 1))
+            ep_rew = np.where(dmask, ret, 0.0)
+            ep_len = np.where(done, eln, 0)
+            ret[done] = 0.0
+            eln[done] = 0
+            new_start = (self.offsets + c1)[done] if nxt is None else nxt[done]
+            if rings is None:
+                self.ep_start[done] = new_start
+            else:
+                self.ep_start[rings[done]] = new_start
+        else:
+            ep_rew = np.zeros(ret.shape)
+            ep_len = np.zeros(len(ptr), dtype=np.int64)
+        if rings is not None:
+            self.ep_return[rings] = ret
+            self.ep_len[rings] = eln
+        return ptr, ep_rew, ep_len, start
+
+    def write_sequence(
+        self,
+        ring: int,
+        leaves: dict[Key, np.ndarray],
+        done: np.ndarray,
+        rew: np.ndarray | None,
+        *,
+        positions: np.ndarray | None = None,
+        track_episodes: bool = True,
+        fill_missing: bool = True,
+    ) -> np.ndarray:
+        """Write a time-ordered run of rows into one ring and advance its bookkeeping.
+
+        ``positions`` (global) default to the next rows after the ring's cursor. With
+        ``track_episodes=False`` (used by ``update``) the running episode statistics are
+        left untouched, as in Tianshou. Returns the global positions written.
+        """
+        n = len(done)
+        off = int(self.offsets[ring])
+        if positions is None:
+            local = (self.cursor[ring] + np.arange(n)) % self.ring_size
+        else:
+            local = np.asarray(positions, dtype=np.int64) - off
+        pos = local + off
+        self.write_rows(pos, leaves, fill_missing)
+        self._write(DONE, pos, done)
+        if n == 0:
+            return pos
+        old_last = int(self.last_index[ring])
+        self.stop[old_last] = self._done_at(np.array([old_last]))[0]
+        self.stop[pos] = done
+        self.last_index[ring] = pos[-1]
+        self.cursor[ring] = (local[-1] + 1) % self.ring_size
+        self.lengths[ring] = min(self.ring_size, max(self.lengths[ring] + n, local.max() + 1))
+        if track_episodes:
+            rew = np.zeros(n) if rew is None else rew.astype(np.float64)
+            self._prepare_ep_return(rew)
+            self._advance_episode(ring, pos, done, rew)
+        self.stop[self.last_index[ring]] = True
+        self.prv_base[off] = off + max(int(self.lengths[ring]), 1) - 1
+        self._update_flags()
+        return pos
+
+    def _advance_episode(
+        self, ring: int, pos: np.ndarray, done: np.ndarray, rew: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = len(done)
+        seg = np.concatenate([[0], np.cumsum(done)[:-1]])
+        first = np.concatenate([[-1], np.flatnonzero(done)])[seg] + 1
+        csum = np.cumsum(rew, axis=0)
+        base = np.where((first > 0).reshape((-1,) + (1,) * (rew.ndim - 1)), csum[first - 1], 0.0)
+        head = (seg == 0).reshape((-1,) + (1,) * (rew.ndim - 1))
+        ret = csum - base + np.where(head, self.ep_return[ring], 0.0)
+        length = np.arange(n) - first + 1 + np.where(seg == 0, self.ep_len[ring], 0)
+        start = np.where(seg == 0, self.ep_start[ring], pos[first])
+        if done[-1]:
+            self.ep_return[ring] = 0.0
+            self.ep_len[ring] = 0
+            self.ep_start[ring] = self.offsets[ring] + self.cursor[ring]
+        else:
+            self.ep_return[ring] = ret[-1]
+            self.ep_len[ring] = length[-1]
+            self.ep_start[ring] = start[-1]
+        return ret, length, start
+
+    # ----------------------------------------------------------- episode API
+    def _done_at(self, idx: Any) -> np.ndarray:
+        col = self.np_columns.get(DONE)
+        if col is not None:
+            return col[idx]
+        if isinstance(idx, slice):
+            if DONE in self.columns:
+                return self.columns[DONE][idx].cpu().numpy()
+            return np.zeros(self.max_size, dtype=bool)
+        if DONE in self.columns:
+            return self.columns[DONE][torch.as_tensor(idx)].cpu().numpy()
+        return np.zeros(np.shape(idx), dtype=bool)
+
+    def _wrap_index(self, index: Any) -> Any:
+        if np.ndim(index) == 0:
+            return int(index) % self.max_size
+        if index.size and (index.min() < 0 or index.max() >= self.max_size):
+            return index % self.max_size
+        return index
+
+    def prev(self, index: Any) -> Any:
+        """Previous index in the same episode (unchanged at an episode start).
+
+        Indices are expected to hold valid data (as returned by the buffer).
+        """
+        index = self._wrap_index(index)
+        p = self.prv_base[index]
+        if isinstance(index, int):
+            return np.int64(index if self.stop[p] else p)
+        return np.where(self.stop[p], index, p)
+
+    def next(self, index: Any) -> Any:
+        """Next index in the same episode (unchanged at a done or newest step)."""
+        index = self._wrap_index(index)
+        if isinstance(index, int):
+            return np.int64(index if self.stop[index] else self.nxt_base[index])
+        return np.where(self.stop[index], index, self.nxt_base[index])
+
+    def unfinished_index(self) -> np.ndarray:
+        """Newest index of every ring whose episode is still open."""
+        last = self.last_index[self.lengths > 0]
+        return last[~self._done_at(last)].astype(np.int64)
+
+    def valid_indices(self) -> np.ndarray:
+        """All valid indices, chronological within each ring, rings in order."""
+        parts = []
+        s = self.ring_size
+        for off, n, c in zip(self.offsets.tolist(), self.lengths.tolist(), self.cursor.tolist()):
+            if n < s:
+                parts.append(np.arange(off, off + n, dtype=np.int64))
+            else:
+                parts.append(np.arange(off + c, off + s, dtype=np.int64))
+                parts.append(np.arange(off, off + c, dtype=np.int64))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def sample_uniform(self, n: int, generator: torch.Generator | None) -> np.ndarray:
+        """``n`` indices drawn uniformly with replacement from all valid rows."""
+        if not self._filling:  # every row is valid
+            return torch.randint(self.max_size, (n,), generator=generator).numpy()
+        lens = self.lengths
+        total = int(lens.sum())
+        if total == 0:
+            raise ValueError("cannot sample from an empty buffer: expected len(buffer) > 0, got 0")
+        u = torch.randint(total, (n,), generator=generator).numpy()
+        if self.num_rings == 1:
+            return u
+        if self._lockstep:
+            ring = u // lens[0]
+            return u + ring * (self.ring_size - lens[0])
+        cum = np.cumsum(lens)
+        ring = np.searchsorted(cum, u, side="right")
+        return u - (cum[ring] - lens[ring]) + self.offsets[ring]
