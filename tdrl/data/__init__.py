@@ -1,1 +1,34 @@
-"""Data layer: Batch, replay buffers, collectors."""
+"""Data layer: ``Batch``, episode-aware replay buffers, collectors and their stats.
+
+>>> from tdrl.data import Batch, VectorReplayBuffer, Collector
+>>> Batch(obs=[1, 2]).shape
+torch.Size([2])
+"""
+
+from tdrl.data.batch import Batch
+from tdrl.data.buffer import (
+    CachedReplayBuffer,
+    HERReplayBuffer,
+    HERVectorReplayBuffer,
+    PrioritizedReplayBuffer,
+    PrioritizedVectorReplayBuffer,
+    ReplayBuffer,
+    VectorReplayBuffer,
+)
+from tdrl.data.collector import AsyncCollector, Collector
+from tdrl.data.stats import CollectStats, SequenceSummaryStats
+
+__all__ = [
+    "AsyncCollector",
+    "Batch",
+    "CachedReplayBuffer",
+    "CollectStats",
+    "Collector",
+    "HERReplayBuffer",
+    "HERVectorReplayBuffer",
+    "PrioritizedReplayBuffer",
+    "PrioritizedVectorReplayBuffer",
+    "ReplayBuffer",
+    "SequenceSummaryStats",
+    "VectorReplayBuffer",
+]

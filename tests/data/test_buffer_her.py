@@ -98,6 +98,14 @@ def test_goals_from_same_episode_future_and_rewards_recomputed():
     for _ in range(20):
         batch, idx = buf.sample(16)
         relabelled = _check_relabelled(batch, idx, buf, 1)
+        # until the next mutation the buffer itself shows the relabelled episode, so returns
+        # computed through it (buffer.rew, buffer[next(idx)].obs_next) agree with the batch
+        assert torch.equal(buf.rew[torch.from_numpy(idx)], batch.rew)
+        nxt = buf.next(idx)
+        assert torch.equal(
+            buf[nxt].obs.desired_goal[relabelled & (nxt != idx)],
+            batch.obs.desired_goal[relabelled & (nxt != idx)],
+        )
         seen += relabelled.sum()
         # number of relabelled episodes is int(E * (1 - 1/k))
         eps = np.unique(_decode(batch.obs.achieved_goal[:, 0].numpy())[1])
