@@ -31,9 +31,7 @@ def tests(session: nox.Session) -> None:
 def slow(session: nox.Session) -> None:
     """Convergence tests: train agents to Tianshou's thresholds."""
     _install(session)
-    session.run(
-        "pytest", "-q", "-m", "slow", "tests", *session.posargs, env={"RL_WARNINGS": "0"}
-    )
+    session.run("pytest", "-q", "-m", "slow", "tests", *session.posargs, env={"RL_WARNINGS": "0"})
 
 
 @nox.session

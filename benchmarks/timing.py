@@ -21,4 +21,7 @@ def row(name: str, tdrl_s: float, peer_s: float, unit: str = "us") -> str:
     """Format one table row: both timings and the speed-up of tdrl over the peer."""
     scale = 1e6 if unit == "us" else 1e3
     ratio = peer_s / tdrl_s if tdrl_s > 0 else float("inf")
-    return f"{name:<48} tdrl {tdrl_s * scale:10.1f} {unit}   tianshou {peer_s * scale:10.1f} {unit}   speed-up {ratio:6.2f}x"
+    return (
+        f"{name:<48} tdrl {tdrl_s * scale:10.1f} {unit}   "
+        f"tianshou {peer_s * scale:10.1f} {unit}   speed-up {ratio:6.2f}x"
+    )

@@ -1,6 +1,6 @@
 """Train DQN with tdrl's tested preset.
 
-    python recipes/dqn.py --task TASK --seed 0 --logger {csv,console,tensorboard,wandb} --epochs N
+python recipes/dqn.py --task TASK --seed 0 --logger {csv,console,tensorboard,wandb} --epochs N
 """
 
 from tdrl.launch import recipe_main

@@ -1,6 +1,6 @@
 """Train PPO with tdrl's tested preset.
 
-    python recipes/ppo.py --task TASK --seed 0 --logger {csv,console,tensorboard,wandb} --epochs N
+python recipes/ppo.py --task TASK --seed 0 --logger {csv,console,tensorboard,wandb} --epochs N
 """
 
 from tdrl.launch import recipe_main

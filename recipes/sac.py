@@ -1,6 +1,6 @@
 """Train SAC with tdrl's tested preset.
 
-    python recipes/sac.py --task TASK --seed 0 --logger {csv,console,tensorboard,wandb} --epochs N
+python recipes/sac.py --task TASK --seed 0 --logger {csv,console,tensorboard,wandb} --epochs N
 """
 
 from tdrl.launch import recipe_main

@@ -67,25 +67,32 @@ def seed_everything(seed: int) -> None:
 
 
 def make_logger(kind: str, run_dir: Path, config: dict[str, Any]) -> BaseLogger:
-    """A logger of the given kind writing into ``run_dir`` (W&B: offline unless asked)."""
-    intervals = {"train_interval": 1, "test_interval": 1, "update_interval": 100}
+    """A logger of the given kind writing into ``run_dir`` (W&B: offline unless asked).
+
+    Training stats are logged after every collect, test stats after every test and losses
+    every 100 gradient steps.
+    """
+    if kind not in LOGGERS:
+        raise ValueError(f"logger must be one of {LOGGERS}, got {kind!r}")
+    every = {"train_interval": 1, "test_interval": 1, "update_interval": 100}
+    logger: BaseLogger
     if kind == "csv":
-        return CSVLogger(run_dir, **intervals)
-    if kind == "console":
-        return ConsoleLogger(**intervals)
-    if kind == "tensorboard":
+        logger = CSVLogger(run_dir)
+    elif kind == "console":
+        logger = ConsoleLogger()
+    elif kind == "tensorboard":
         from tdrl.utils.logger import TensorboardLogger
 
-        return TensorboardLogger(str(run_dir), **intervals)
-    if kind == "wandb":
+        logger = TensorboardLogger(str(run_dir))
+    elif kind == "wandb":
         from tdrl.utils.logger import WandbLogger
 
-        return WandbLogger(
-            project="tdrl", name=run_dir.name, config=config, dir=run_dir, **intervals
-        )
-    if kind == "none":
-        return LazyLogger()
-    raise ValueError(f"logger must be one of {LOGGERS}, got {kind!r}")
+        logger = WandbLogger(project="tdrl", name=run_dir.name, config=config, dir=run_dir)
+    else:
+        logger = LazyLogger()
+    for key, value in every.items():
+        setattr(logger, key, value)
+    return logger
 
 
 def _preset(cfg: ExperimentConfig) -> Any:

@@ -247,6 +247,10 @@ class BaseVectorEnv(ABC):
         for i in ids:
             self._set_attr(key, value, int(i))
 
+    def render(self, **kwargs: Any) -> list[Any]:
+        """Render every env; returns one frame (or ``None``) per env."""
+        raise NotImplementedError(f"{type(self).__name__} cannot render")
+
     def close(self) -> None:
         """Close every env and release processes and shared memory; safe to call twice."""
         if self.is_closed:

@@ -44,9 +44,7 @@ def _collectors(trainer: Any) -> dict[str, Any]:
 
 def _logger_state(logger: Any) -> dict[str, int]:
     """The logger's interval bookkeeping (``last_log_*`` / ``last_save_step``)."""
-    return {
-        k: v for k, v in vars(logger).items() if k.startswith("last_") and isinstance(v, int)
-    }
+    return {k: v for k, v in vars(logger).items() if k.startswith("last_") and isinstance(v, int)}
 
 
 def save_checkpoint(trainer: Any, path: str | Path) -> Path:

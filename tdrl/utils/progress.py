@@ -13,6 +13,4 @@ def progress_bar(total: int, desc: str, disable: bool = False, **kwargs: Any) ->
     >>> with progress_bar(total=3, desc="x", disable=True) as bar:
     ...     _ = bar.update(3)
     """
-    return tqdm(
-        total=total, desc=desc, disable=disable, dynamic_ncols=True, ascii=True, **kwargs
-    )
+    return tqdm(total=total, desc=desc, disable=disable, dynamic_ncols=True, ascii=True, **kwargs)

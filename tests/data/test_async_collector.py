@@ -28,7 +28,9 @@ def _check_walks(buf: VectorReplayBuffer, per_env: int) -> None:
 
 @pytest.fixture
 def slow_envs() -> SubprocVectorEnv:
-    fns = [lambda s=s, i=i: MoveToRightEnv(size=s, sleep=0.002 * (i + 1)) for i, s in enumerate(SIZES)]
+    fns = [
+        lambda s=s, i=i: MoveToRightEnv(size=s, sleep=0.002 * (i + 1)) for i, s in enumerate(SIZES)
+    ]
     envs = SubprocVectorEnv(fns, wait_num=1, context="fork")
     yield envs
     envs.close()

@@ -40,7 +40,9 @@ class RightPolicy:
 
 
 def make_envs(sizes: list[int], **kw: Any) -> DummyVectorEnv:
-    return DummyVectorEnv([lambda s=s, i=i: MoveToRightEnv(size=s, ident=i, **kw) for i, s in enumerate(sizes)])
+    return DummyVectorEnv(
+        [lambda s=s, i=i: MoveToRightEnv(size=s, ident=i, **kw) for i, s in enumerate(sizes)]
+    )
 
 
 def test_n_step_single_env_exact_contents_and_carry_over() -> None:
@@ -238,7 +240,9 @@ def test_random_collect_without_policy_and_policy_collect_needs_one() -> None:
 
 def test_state_dict_round_trip_continues_identically() -> None:
     def make() -> Collector:
-        c = Collector(None, DummyVectorEnv([lambda: gym.make("CartPole-v1")] * 2), VectorReplayBuffer(200, 2))
+        c = Collector(
+            None, DummyVectorEnv([lambda: gym.make("CartPole-v1")] * 2), VectorReplayBuffer(200, 2)
+        )
         c.reset(seed=5)
         return c
 
