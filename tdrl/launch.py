@@ -121,8 +121,8 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
 
     train_envs = DummyVectorEnv([make_env] * preset.training_num)
     test_envs = DummyVectorEnv([make_env] * preset.test_num)
-    algorithm = preset.build(train_envs.observation_space[0], train_envs.action_space[0])
-    algorithm.to(cfg.device)
+    with torch.device(cfg.device):  # build on the device: target nets share storage
+        algorithm = preset.build(train_envs.observation_space[0], train_envs.action_space[0])
     noisy = cfg.algo == "dqn"  # epsilon-greedy in training, eps_test when testing
     buffer = VectorReplayBuffer(preset.buffer_size, preset.training_num)
     train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
@@ -140,6 +140,7 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
         train,
         test_collector=test,
         stop_fn=lambda best: best >= threshold,
+        test_in_train=True,  # Tianshou's default: confirm a good training return by a test
         logger=logger,
         checkpoint_path=run_dir / "checkpoint.pt",
         resume=cfg.resume,

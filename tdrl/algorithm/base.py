@@ -449,7 +449,7 @@ class Algorithm(LossModule):
         with within_training_step(self.policy), _train_mode(self, self.policy):
             if self.on_policy:
                 indices = buffer.sample_indices(0)
-                batch = self.preprocess(buffer[indices], buffer, indices)
+                batch = self.preprocess(self._on_device(buffer[indices]), buffer, indices)
                 stats = self._update_with_batch(batch, batch_size, repeat)
                 self.postprocess(batch, buffer, indices)
             else:
@@ -459,6 +459,7 @@ class Algorithm(LossModule):
                     )
                 for _ in range(repeat):
                     batch, indices = buffer.sample(batch_size)
+                    batch = self._on_device(batch)
                     batch = self.preprocess(batch, buffer, indices)
                     stats = self._update_with_batch(batch, batch_size, 1)
                     self.postprocess(batch, buffer, indices)
@@ -466,6 +467,13 @@ class Algorithm(LossModule):
             sched.step()
         self.n_updates += 1
         return stats
+
+    def _on_device(self, batch: Batch) -> Batch:
+        """Move a sampled (CPU) batch to the device of the algorithm's parameters."""
+        param = next(self.parameters(), None)
+        if param is None or param.device == batch.device or param.device.type == "cpu":
+            return batch
+        return batch.to(param.device)
 
     # -- checkpointing ------------------------------------------------------------------
     def state_dict(

@@ -86,8 +86,13 @@ class MLP(nn.Sequential):
         self.output_dim = d
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        """Apply the layers to ``x`` (cast to float32, flattened past the batch dim)."""
-        return super().forward(_float(x))
+        """Apply the layers to ``x`` (cast to float32, flattened past the batch dim, moved
+        to the layers' device)."""
+        x = _float(x)
+        weight = self[0].weight
+        if x.device != weight.device:
+            x = x.to(weight.device)
+        return super().forward(x)
 
 
 class DuelingHead(nn.Module):
