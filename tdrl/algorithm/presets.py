@@ -46,6 +46,17 @@ def _obs_dim(space: gym.Space) -> int:
     return int(np.prod(space.shape))  # type: ignore[arg-type]
 
 
+def _off_policy_kwargs(p: DQNPreset | SACPreset) -> dict[str, Any]:
+    return {
+        "max_epochs": p.max_epochs,
+        "step_per_epoch": p.step_per_epoch,
+        "step_per_collect": p.step_per_collect,
+        "update_per_step": p.update_per_step,
+        "batch_size": p.batch_size,
+        "episode_per_test": p.test_num,
+    }
+
+
 @dataclass(frozen=True)
 class DQNPreset:
     """DQN hyperparameters and trainer settings (defaults: CartPole-v1).
@@ -95,14 +106,7 @@ class DQNPreset:
 
     def trainer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for an off-policy trainer."""
-        return {
-            "max_epochs": self.max_epochs,
-            "step_per_epoch": self.step_per_epoch,
-            "step_per_collect": self.step_per_collect,
-            "update_per_step": self.update_per_step,
-            "batch_size": self.batch_size,
-            "episode_per_test": self.test_num,
-        }
+        return _off_policy_kwargs(self)
 
 
 @dataclass(frozen=True)
@@ -215,14 +219,7 @@ class SACPreset:
 
     def trainer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for an off-policy trainer."""
-        return {
-            "max_epochs": self.max_epochs,
-            "step_per_epoch": self.step_per_epoch,
-            "step_per_collect": self.step_per_collect,
-            "update_per_step": self.update_per_step,
-            "batch_size": self.batch_size,
-            "episode_per_test": self.test_num,
-        }
+        return _off_policy_kwargs(self)
 
 
 DQN_CARTPOLE = DQNPreset()

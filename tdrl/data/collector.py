@@ -310,6 +310,23 @@ class Collector:
             np.asarray(returns), np.asarray(lens), step_count, elapsed
         )
 
+    def _store(
+        self, env_ids: np.ndarray, step: tuple, info: dict[str, Any], stored: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Add one vector step to the buffer; return the finished episodes' returns/lengths.
+
+        ``step`` is ``(obs, act, rew, terminated, truncated, obs_next)`` of the envs
+        ``env_ids``; ``stored`` is the policy's data to keep (or ``None``).
+        """
+        keys = ("obs", "act", "rew", "terminated", "truncated", "obs_next")
+        data: dict[str, Any] = dict(zip(keys, step))
+        if info:
+            data["info"] = info
+        if stored is not None:
+            data["policy"] = stored
+        _, ep_rew, ep_len, _ = self.buffer.add(data, buffer_ids=env_ids)
+        return ep_rew, ep_len
+
     def _finish_episode_collect(self, reset_kwargs: dict[str, Any]) -> None:
         """After an n_episode collect every env starts afresh (Tianshou's rule)."""
         self.reset_env(gym_reset_kwargs=reset_kwargs)
@@ -338,19 +355,9 @@ class Collector:
                 self._map_action(act), env_ids
             )
             info_next = stack_infos(step_info, env_ids)
-            data: dict[str, Any] = {
-                "obs": obs,
-                "act": act,
-                "rew": rew,
-                "terminated": terminated,
-                "truncated": truncated,
-                "obs_next": obs_next,
-            }
-            if info_next:
-                data["info"] = info_next
-            if stored is not None:
-                data["policy"] = stored
-            _, ep_rew, ep_len, _ = self.buffer.add(data, buffer_ids=env_ids)
+            ep_rew, ep_len = self._store(
+                env_ids, (obs, act, rew, terminated, truncated, obs_next), info_next, stored
+            )
             if render:
                 self.env.render()
                 time.sleep(render)
@@ -515,19 +522,13 @@ class AsyncCollector(Collector):
             ids = np.fromiter((d["env_id"] for d in step_info), dtype=np.int64, count=len(rew))
             info_next = stack_infos(step_info, ids)
             assert self._pending_act is not None
-            data: dict[str, Any] = {
-                "obs": tree_index(self._obs, ids),
-                "act": self._pending_act[ids],
-                "rew": rew,
-                "terminated": terminated,
-                "truncated": truncated,
-                "obs_next": obs_next,
-            }
-            if info_next:
-                data["info"] = info_next
+            stored = None
             if self._pending_policy is not None:
-                data["policy"] = self._pending_policy[torch.as_tensor(ids)]
-            _, ep_rew, ep_len, _ = self.buffer.add(data, buffer_ids=ids)
+                stored = self._pending_policy[torch.as_tensor(ids)]
+            transition = (tree_index(self._obs, ids), self._pending_act[ids], rew)
+            ep_rew, ep_len = self._store(
+                ids, (*transition, terminated, truncated, obs_next), info_next, stored
+            )
             if render:
                 self.env.render()
                 time.sleep(render)

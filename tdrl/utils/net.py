@@ -89,9 +89,9 @@ class MLP(nn.Sequential):
         """Apply the layers to ``x`` (cast to float32, flattened past the batch dim, moved
         to the layers' device)."""
         x = _float(x)
-        weight = self[0].weight
-        if x.device != weight.device:
-            x = x.to(weight.device)
+        device = self[0].weight.device
+        if x.device != device:
+            x = x.to(device)  # type: ignore[arg-type]
         return super().forward(x)
 
 
