@@ -366,3 +366,14 @@ def test_full_batch_update_matches_tianshou() -> None:
         ours.parameters(), [*peer.policy.actor.parameters(), *peer.critic.parameters()]
     ):
         torch.testing.assert_close(p_ours, p_peer, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize(("n", "batch_size"), [(10, 4), (5, 4), (12, 4), (7, 3)])
+def test_minibatches_cover_every_index_exactly_once(n: int, batch_size: int) -> None:
+    from tdrl.algorithm.presets import PPO_CARTPOLE
+
+    env = gym.make("CartPole-v1")
+    alg = PPO_CARTPOLE.build(env.observation_space, env.action_space)
+    parts = alg._minibatches(n, batch_size)
+    assert sorted(torch.cat(parts).tolist()) == list(range(n))
+    assert all(len(p) >= batch_size for p in parts) or len(parts) == 1

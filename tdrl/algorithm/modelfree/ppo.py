@@ -288,7 +288,8 @@ class PPO(Algorithm):
             return [perm]
         parts = list(perm.split(batch_size))
         if len(parts) > 1 and len(parts[-1]) < batch_size:  # merge_last, as in Tianshou
-            parts[-2] = torch.cat([parts[-2], parts.pop()])
+            last = parts.pop()
+            parts[-1] = torch.cat([parts[-1], last])
         return parts
 
     def _update_with_batch(

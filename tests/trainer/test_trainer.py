@@ -1,0 +1,133 @@
+"""Trainer loops: counters, callbacks, validation, offline training."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+from tdrl.algorithm.presets import DQN_CARTPOLE, PPO_CARTPOLE
+from tdrl.data import Collector, VectorReplayBuffer
+from tdrl.env import DummyVectorEnv
+from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer
+
+
+def _setup(preset: Any, n_train: int = 2, n_test: int = 2) -> tuple[Any, Collector, Collector]:
+    train_envs = DummyVectorEnv([lambda: gym.make("CartPole-v1")] * n_train)
+    test_envs = DummyVectorEnv([lambda: gym.make("CartPole-v1")] * n_test)
+    alg = preset.build(train_envs.observation_space[0], train_envs.action_space[0])
+    train = Collector(alg.policy, train_envs, VectorReplayBuffer(2000, n_train))
+    test = Collector(alg.policy, test_envs)
+    train.reset(seed=0)
+    test.reset(seed=1)
+    return alg, train, test
+
+
+def test_off_policy_counts_and_callbacks() -> None:
+    alg, train, test = _setup(DQN_CARTPOLE)
+    train.collect(n_step=64, random=True)
+    calls: dict[str, list[Any]] = {"train": [], "test": [], "best": []}
+    result = OffPolicyTrainer(
+        alg,
+        train,
+        test_collector=test,
+        max_epochs=2,
+        step_per_epoch=100,
+        step_per_collect=10,
+        update_per_step=0.5,
+        batch_size=16,
+        episode_per_test=2,
+        train_fn=lambda epoch, step: calls["train"].append((epoch, step)),
+        test_fn=lambda epoch, step: calls["test"].append((epoch, step)),
+        save_best_fn=lambda a: calls["best"].append(a),
+        show_progress=False,
+        verbose=False,
+    ).run()
+    assert result.epoch == 2
+    assert result.env_step == 200  # 10 collects of 10 steps per epoch
+    assert result.gradient_step == 100  # round(0.5 * 10) per collect
+    assert calls["train"][0] == (1, 0) and len(calls["train"]) == 20
+    assert [e for e, _ in calls["test"]] == [0, 1, 2]  # initial test, then one per epoch
+    assert calls["best"] and calls["best"][0] is alg
+    assert result.timing.total_time > 0 and result.best_reward > 0
+
+
+def test_on_policy_clears_buffer_and_keeps_episode_statistics() -> None:
+    alg, train, test = _setup(PPO_CARTPOLE)
+    result = OnPolicyTrainer(
+        alg,
+        train,
+        test_collector=test,
+        max_epochs=1,
+        step_per_epoch=200,
+        episode_per_collect=2,
+        repeat_per_collect=2,
+        batch_size=32,
+        show_progress=False,
+        verbose=False,
+    ).run()
+    assert result.gradient_step >= 1
+    assert len(train.buffer) == 0  # reset after every update
+    assert result.env_episode >= 2
+
+
+def test_stop_fn_ends_training_early() -> None:
+    alg, train, test = _setup(DQN_CARTPOLE)
+    result = OffPolicyTrainer(
+        alg,
+        train,
+        test_collector=test,
+        max_epochs=5,
+        step_per_epoch=20,
+        step_per_collect=10,
+        batch_size=4,
+        stop_fn=lambda best: True,
+        show_progress=False,
+        verbose=False,
+    ).run()
+    assert result.stopped_early and result.epoch == 0
+
+
+def test_offline_trainer_counts_gradient_steps() -> None:
+    alg, train, test = _setup(DQN_CARTPOLE)
+    train.collect(n_step=200, random=True)
+    result = OfflineTrainer(
+        alg,
+        train.buffer,
+        max_epochs=2,
+        step_per_epoch=15,
+        test_collector=test,
+        batch_size=16,
+        show_progress=False,
+        verbose=False,
+    ).run()
+    assert result.gradient_step == 30 and result.epoch == 2 and result.env_step == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"step_per_collect": 10, "episode_per_collect": 1}, "exactly one"),
+        ({}, "exactly one"),
+        ({"step_per_collect": 10, "test_in_train": True}, "test_in_train"),
+        ({"step_per_collect": 10, "max_epochs": 0}, "max_epochs"),
+    ],
+)
+def test_bad_trainer_arguments(kwargs: dict[str, Any], match: str) -> None:
+    alg, train, test = _setup(DQN_CARTPOLE)
+    args: dict[str, Any] = {"max_epochs": 1, "step_per_epoch": 10, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        OffPolicyTrainer(alg, train, test_collector=test, **args)
+
+
+def test_stop_fn_needs_a_test_collector() -> None:
+    alg, train, _ = _setup(DQN_CARTPOLE)
+    with pytest.raises(ValueError, match="test_collector"):
+        OffPolicyTrainer(alg, train, 1, 10, step_per_collect=10, stop_fn=lambda r: True)
+
+
+def test_offline_trainer_rejects_an_empty_buffer() -> None:
+    alg, _, _ = _setup(DQN_CARTPOLE)
+    with pytest.raises(ValueError, match="empty"):
+        OfflineTrainer(alg, VectorReplayBuffer(10, 1), max_epochs=1, step_per_epoch=1)
