@@ -58,3 +58,21 @@ def test_collector_with_plain_buffer_and_one_env() -> None:
     c = Collector(RightPolicy(), DummyVectorEnv([lambda: MoveToRightEnv(2)]), ReplayBuffer(5))
     c.reset()
     assert c.collect(n_episode=2).n_collected_steps == 4
+
+
+def test_collector_accepts_a_gymnasium_vector_env_and_a_torchrl_env() -> None:
+    import gymnasium as gym
+    from torchrl.envs import GymEnv
+
+    from tdrl.data import VectorReplayBuffer
+
+    sources = [
+        gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2),
+        GymEnv("CartPole-v1", categorical_action_encoding=True),
+    ]
+    for source in sources:
+        c = Collector(None, source, VectorReplayBuffer(100, 2))
+        c.reset(seed=0)
+        stats = c.collect(n_step=30, random=True)
+        assert stats.n_collected_steps >= 30 and len(c.buffer) == stats.n_collected_steps
+        c.env.close()
