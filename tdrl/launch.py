@@ -50,6 +50,7 @@ class ExperimentConfig:
     logger: str = "csv"
     log_dir: str = "runs"
     device: str = "cpu"
+    checkpoint: bool = False
     resume: bool = False
     show_progress: bool = True
     plot: bool = True
@@ -142,7 +143,7 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
         stop_fn=lambda best: best >= threshold,
         test_in_train=True,  # Tianshou's default: confirm a good training return by a test
         logger=logger,
-        checkpoint_path=run_dir / "checkpoint.pt",
+        checkpoint_path=run_dir / "checkpoint.pt" if cfg.checkpoint or cfg.resume else None,
         resume=cfg.resume,
         show_progress=cfg.show_progress,
         **preset.trainer_kwargs(),
@@ -177,6 +178,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--training-num", type=int, default=None)
     parser.add_argument("--test-num", type=int, default=None)
     parser.add_argument("--stop-reward", type=float, default=None)
+    parser.add_argument(
+        "--checkpoint", action="store_true", help="save a full checkpoint after every epoch"
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--no-plot", action="store_true")
@@ -196,6 +200,7 @@ def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> E
         logger=args.logger,
         log_dir=args.logdir,
         device=args.device,
+        checkpoint=args.checkpoint,
         resume=args.resume,
         show_progress=not args.no_progress,
         plot=not args.no_plot,

@@ -24,6 +24,7 @@ def _cfg(algo: str, log_dir: Path, epochs: int, resume: bool = False) -> Experim
         stop_reward=1e9,  # never stop early
         logger="csv",
         log_dir=str(log_dir),
+        checkpoint=True,
         resume=resume,
         show_progress=False,
         plot=False,
