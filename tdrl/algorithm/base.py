@@ -315,7 +315,7 @@ class AdamOptimizerFactory(OptimizerFactory):
         plist = list(params)
         if "fused" not in self.kwargs and "foreach" not in self.kwargs:
             try:
-                opt = self.optim_class(plist, fused=True, **self.kwargs)
+                opt = torch.optim.Adam(plist, fused=True, **self.kwargs)
             except (RuntimeError, ValueError):  # device or dtype without a fused kernel
                 pass
             else:
