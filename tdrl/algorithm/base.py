@@ -24,6 +24,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 import torch
+import torch.optim.optimizer as _optim_mod
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
@@ -347,11 +348,105 @@ class GradStep:
         Backpropagating only into ``params`` skips the weight gradients of other networks
         the loss passes through (e.g. the critics under SAC's actor loss).
         """
-        self.optim.zero_grad(set_to_none=True)
+        if type(self.optim).zero_grad is torch.optim.Optimizer.zero_grad:
+            # what ``zero_grad(set_to_none=True)`` does, minus its profiler range and
+            # dynamo guard (as costly as a fused Adam step for small networks)
+            for group in self.optim.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+        else:
+            self.optim.zero_grad(set_to_none=True)
         loss.backward(inputs=self.params)
         if self.max_grad_norm is not None:
-            nn.utils.clip_grad_norm_(self.params, max_norm=self.max_grad_norm, foreach=True)
-        self.optim.step()
+            self._clip()
+        if not self._fused_adam_step():
+            self.optim.step()
+
+    @torch.no_grad()
+    def _fused_adam_step(self) -> bool:
+        """``Adam(fused=True).step()`` as one direct call of its kernel, when it applies.
+
+        The same ``torch._fused_adam_`` call on the optimizer's own state (so results and
+        ``state_dict`` are identical), minus ``Optimizer.step``'s per-call machinery
+        (hooks, profiler ranges, regrouping by device). Applies to a plain fused Adam with
+        one parameter group, initialized state (the first step goes the regular way),
+        parameters on one device and no step hooks; returns ``False`` otherwise.
+        """
+        opt = self.optim
+        if type(opt) is not torch.optim.Adam or len(opt.param_groups) != 1:
+            return False
+        g = opt.param_groups[0]
+        if (
+            not g["fused"]
+            or g["amsgrad"]
+            or g["capturable"]
+            or g["differentiable"]
+            or g.get("decoupled_weight_decay", False)
+            or opt._optimizer_step_pre_hooks
+            or opt._optimizer_step_post_hooks
+            or _optim_mod._global_optimizer_pre_hooks
+            or _optim_mod._global_optimizer_post_hooks
+        ):
+            return False
+        beta1, beta2 = g["betas"]
+        if not isinstance(beta1, float) or not isinstance(beta2, float):
+            return False
+        params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
+        state = opt.state
+        for p in g["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            st = state.get(p)
+            if not st or grad.is_sparse:
+                return False
+            params.append(p)
+            grads.append(grad)
+            exp_avgs.append(st["exp_avg"])
+            exp_avg_sqs.append(st["exp_avg_sq"])
+            steps.append(st["step"])
+        if not params:
+            return True
+        p0 = params[0]
+        if any(p.device != p0.device or p.dtype != p0.dtype for p in params):
+            return False
+        lr = g["lr"]
+        if isinstance(lr, torch.Tensor) and lr.device.type != "cpu":
+            return False
+        torch._foreach_add_(steps, 1)
+        torch._fused_adam_(
+            params,
+            grads,
+            exp_avgs,
+            exp_avg_sqs,
+            [],
+            steps,
+            amsgrad=False,
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            weight_decay=g["weight_decay"],
+            eps=g["eps"],
+            maximize=g["maximize"],
+            grad_scale=None,
+            found_inf=None,
+        )
+        return True
+
+    @torch.no_grad()
+    def _clip(self) -> None:
+        """``clip_grad_norm_(params, max_grad_norm, foreach=True)`` with the same arithmetic,
+        minus its per-call grouping by device and dtype when all gradients share both."""
+        grads = [p.grad for p in self.params if p.grad is not None]
+        if not grads:
+            return
+        g0 = grads[0]
+        if any(g.device != g0.device or g.dtype != g0.dtype or g.is_sparse for g in grads):
+            nn.utils.clip_grad_norm_(self.params, max_norm=self.max_grad_norm, foreach=True)  # type: ignore[arg-type]
+            return
+        total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+        coef = torch.clamp(self.max_grad_norm / (total + 1e-6), max=1.0)  # type: ignore[operator]
+        torch._foreach_mul_(grads, coef)
 
 
 class Algorithm(LossModule):

@@ -92,7 +92,11 @@ class MLP(nn.Sequential):
         device = self[0].weight.device
         if x.device != device:
             x = x.to(device)  # type: ignore[arg-type]
-        return super().forward(x)
+        # the layers' own forward, without nn.Module.__call__'s per-layer dispatch (hooks on
+        # the layers are not run; hooks on the MLP itself are)
+        for layer in self._modules.values():
+            x = layer.forward(x)  # type: ignore[union-attr]
+        return x
 
 
 class DuelingHead(nn.Module):
@@ -276,9 +280,16 @@ class QCritic(nn.Module):
         super().__init__()
         self.net = MLP(flat_dim(obs_dim) + act_dim, 1, hidden_sizes, activation)
 
+    @staticmethod
+    def features(obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """The network input ``cat([obs, act], -1)`` (float32, flattened past the batch dim);
+        critics of the same shapes can share it: ``critic.net(QCritic.features(obs, act))``.
+        """
+        return torch.cat([_float(obs), _float(act)], dim=-1)
+
     def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
         """Q-value of each (observation, action) pair."""
-        return self.net(torch.cat([_float(obs), _float(act)], dim=-1))
+        return self.net(self.features(obs, act))
 
 
 class ActorCritic(nn.Module):

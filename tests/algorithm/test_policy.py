@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -158,6 +160,48 @@ def test_optimizer_factory_and_grad_clipping() -> None:
     gs = GradStep(opt, [w], max_grad_norm=0.5)
     gs.step((w * torch.tensor([30.0, 40.0, 0.0])).sum())  # gradient norm 50
     torch.testing.assert_close(w.detach(), torch.tensor([-0.3, -0.4, 0.0]))
+
+
+@pytest.mark.parametrize("max_grad_norm", [None, 0.1])
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_gradstep_fast_fused_adam_matches_optimizer_step(
+    max_grad_norm: float | None, weight_decay: float
+) -> None:
+    """GradStep's direct fused-Adam call and lean clipping give bit-identical parameters and
+    optimizer state to ``clip_grad_norm_`` + ``Adam(fused=True).step()``."""
+    torch.manual_seed(0)
+    net_a = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    net_b = copy.deepcopy(net_a)
+    kw = {"lr": 1e-2, "fused": True, "weight_decay": weight_decay}
+    opt_a = torch.optim.Adam(net_a.parameters(), **kw)
+    opt_b = torch.optim.Adam(net_b.parameters(), **kw)
+    fast = GradStep(opt_a, list(net_a.parameters()), max_grad_norm=max_grad_norm)
+    for _ in range(5):
+        x = torch.randn(16, 3)
+        fast.step(net_a(x).pow(2).sum())
+        opt_b.zero_grad()
+        net_b(x).pow(2).sum().backward()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(net_b.parameters(), max_grad_norm, foreach=True)
+        opt_b.step()
+    for pa, pb in zip(net_a.parameters(), net_b.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+    sa, sb = opt_a.state_dict()["state"], opt_b.state_dict()["state"]
+    for k in sb:
+        for name in ("step", "exp_avg", "exp_avg_sq"):
+            torch.testing.assert_close(sa[k][name], sb[k][name], rtol=0, atol=0)
+
+
+def test_gradstep_falls_back_to_optimizer_step_with_hooks() -> None:
+    """A step hook on the optimizer disables the direct kernel call, so the hook runs."""
+    w = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.Adam([w], lr=0.1, fused=True)
+    calls: list[int] = []
+    opt.register_step_post_hook(lambda *_: calls.append(1))
+    gs = GradStep(opt, [w])
+    for _ in range(3):
+        gs.step(w.sum())
+    assert len(calls) == 3
 
 
 def test_lr_scheduler_steps_per_update_and_state_dict() -> None:

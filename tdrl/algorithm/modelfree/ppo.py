@@ -239,17 +239,20 @@ class PPO(Algorithm):
         return batch
 
     # -- loss ---------------------------------------------------------------------------
-    def forward(self, batch: TensorDictBase) -> TensorDict:
-        """PPO losses on a minibatch with ``obs, act, adv, returns, v_s, logp_old``.
-
-        ``loss_objective + loss_critic + loss_entropy`` is the total loss (coefficients
-        applied); ``vf_loss``, ``entropy``, ``clip_fraction`` and ``approx_kl`` are logged.
-        """
-        dist = self.policy.dist(batch["obs"])[0]
-        adv = batch["adv"]
+    def _losses(
+        self,
+        obs: Any,
+        act: torch.Tensor,
+        adv: torch.Tensor,
+        returns: torch.Tensor,
+        v_s: torch.Tensor,
+        logp_old: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(clip_loss, vf_loss, entropy, ratio, log_ratio)`` on plain minibatch tensors."""
+        dist = self.policy.dist(obs)[0]
         if self.advantage_normalization:
             adv = (adv - adv.mean()) / (adv.std() + self._eps)
-        log_ratio = dist.log_prob(batch["act"]).reshape(-1) - batch["logp_old"]
+        log_ratio = dist.log_prob(act).reshape(-1) - logp_old
         ratio = log_ratio.exp()
         surr1 = ratio * adv
         surr2 = ratio.clamp(1.0 - self.eps_clip, 1.0 + self.eps_clip) * adv
@@ -257,15 +260,29 @@ class PPO(Algorithm):
         if self.dual_clip is not None:
             clipped = torch.where(adv < 0, torch.max(clipped, self.dual_clip * adv), clipped)
         clip_loss = -clipped.mean()
-        value = self.critic(batch["obs"]).reshape(-1)
-        returns = batch["returns"]
+        value = self.critic(obs).reshape(-1)
         if self.value_clip:
-            v_s = batch["v_s"]
             v_clip = v_s + (value - v_s).clamp(-self.eps_clip, self.eps_clip)
             vf_loss = torch.max((returns - value).pow(2), (returns - v_clip).pow(2)).mean()
         else:
             vf_loss = (returns - value).pow(2).mean()
         entropy = dist.entropy().mean()
+        return clip_loss, vf_loss, entropy, ratio, log_ratio
+
+    def forward(self, batch: TensorDictBase) -> TensorDict:
+        """PPO losses on a minibatch with ``obs, act, adv, returns, v_s, logp_old``.
+
+        ``loss_objective + loss_critic + loss_entropy`` is the total loss (coefficients
+        applied); ``vf_loss``, ``entropy``, ``clip_fraction`` and ``approx_kl`` are logged.
+        """
+        clip_loss, vf_loss, entropy, ratio, log_ratio = self._losses(
+            batch["obs"],
+            batch["act"],
+            batch["adv"],
+            batch["returns"],
+            batch["v_s"],
+            batch["logp_old"],
+        )
         with torch.no_grad():
             clip_frac = ((ratio - 1.0).abs() > self.eps_clip).float().mean()
             approx_kl = ((ratio - 1.0) - log_ratio).mean()
@@ -301,18 +318,15 @@ class PPO(Algorithm):
         for epoch in range(repeat):
             if self.recompute_advantage and epoch > 0:
                 self._add_returns_and_advantages(batch, self._buffer, self._indices)
-            cols = {k: batch[k] for k in keys}
+            cols = [batch[k] for k in keys]
             for idx in self._minibatches(batch.shape[0], batch_size):
-                # one gather per column, no TensorDict indexing machinery
-                mb = TensorDict._new_unsafe(
-                    {k: v[idx] for k, v in cols.items()}, batch_size=torch.Size([len(idx)])
-                )
-                out = self(mb)
-                loss = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
+                # one gather per column on plain tensors: no TensorDict in the inner loop
+                clip_loss, vf_loss, entropy, _, _ = self._losses(*(v[idx] for v in cols))
+                loss = clip_loss + self.vf_coef * vf_loss - self.ent_coef * entropy
                 self.optim.step(loss)
                 steps += 1
                 vals = torch.stack(
-                    [loss.detach(), out["loss_objective"].detach(), out["vf_loss"], out["entropy"]]
+                    [loss.detach(), clip_loss.detach(), vf_loss.detach(), entropy.detach()]
                 ).tolist()
                 for k, v in zip(sums, vals):
                     sums[k] += v

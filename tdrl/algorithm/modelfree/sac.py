@@ -29,6 +29,7 @@ from torch.distributions import Independent, Normal
 
 from tdrl.algorithm.base import Algorithm, OptimizerFactory, Policy, make_batch
 from tdrl.data.batch import Batch
+from tdrl.utils.net import QCritic
 
 __all__ = ["SAC", "AutoAlpha", "SACPolicy"]
 
@@ -202,7 +203,7 @@ class SAC(Algorithm):
     def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
         obs_next = self._obs_next(buffer, indices)
         act, log_prob, _, _ = self.policy.sample(obs_next)
-        q = torch.min(self.critic1_old(obs_next, act), self.critic2_old(obs_next, act))
+        q = torch.min(*self._twin_q(self.critic1_old, self.critic2_old, obs_next, act))
         return q.reshape(-1) - self.alpha * log_prob
 
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
@@ -210,12 +211,29 @@ class SAC(Algorithm):
         return self._nstep_returns(batch, buffer, indices, self.gamma, self.n_step)
 
     # -- losses -------------------------------------------------------------------------
+    @staticmethod
+    def _twin_q(
+        c1: nn.Module, c2: nn.Module, obs: Any, act: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both critics at ``(obs, act)``; two plain ``QCritic`` modules share one input."""
+        if type(c1) is QCritic and type(c2) is QCritic:
+            x = QCritic.features(obs, act)
+            return c1.net(x), c2.net(x)
+        return c1(obs, act), c2(obs, act)
+
+    # The public ``*_loss`` methods are wrapped by TorchRL's ``LossModule`` metaclass
+    # (exploration-type and recurrent-mode contexts, unused here); the update calls the
+    # private implementations directly.
     def critic_loss(self, batch: TensorDictBase) -> torch.Tensor:
         """Sum of both critics' (importance-weighted) squared TD errors; sets ``td_error``."""
+        return self._critic_loss(batch)
+
+    def _critic_loss(self, batch: TensorDictBase) -> torch.Tensor:
         obs, act = batch["obs"], batch["act"]
         target = batch["returns"].reshape(-1)
-        td1 = self.critics[0](obs, act).reshape(-1) - target
-        td2 = self.critics[1](obs, act).reshape(-1) - target
+        q1, q2 = self._twin_q(self.critics[0], self.critics[1], obs, act)
+        td1 = q1.reshape(-1) - target
+        td2 = q2.reshape(-1) - target
         w = batch["weight"].reshape(-1) if "weight" in batch else None
         sq = td1.pow(2) + td2.pow(2)
         loss = (sq * w).mean() if w is not None else sq.mean()
@@ -224,13 +242,19 @@ class SAC(Algorithm):
 
     def actor_loss(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean(alpha log pi - min Q), log pi)`` for fresh actions at ``batch["obs"]``."""
+        return self._actor_loss(batch)
+
+    def _actor_loss(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
         obs = batch["obs"]
         act, log_prob, _, _ = self.policy.sample(obs)
-        q = torch.min(self.critics[0](obs, act), self.critics[1](obs, act)).reshape(-1)
+        q = torch.min(*self._twin_q(self.critics[0], self.critics[1], obs, act)).reshape(-1)
         return (self.alpha * log_prob - q).mean(), log_prob
 
     def alpha_loss(self, log_prob: torch.Tensor) -> torch.Tensor:
         """Temperature loss ``-mean(log_alpha (target_entropy - entropy))``."""
+        return self._alpha_loss(log_prob)
+
+    def _alpha_loss(self, log_prob: torch.Tensor) -> torch.Tensor:
         assert self.auto_alpha is not None
         deficit = float(self.auto_alpha.target_entropy) + log_prob.detach()  # target - (-log pi)
         return -(self.auto_alpha.log_alpha * deficit).mean()
@@ -252,13 +276,13 @@ class SAC(Algorithm):
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int
     ) -> dict[str, float]:
-        loss_q = self.critic_loss(batch)
+        loss_q = self._critic_loss(batch)
         self.critic_optim.step(loss_q)
-        loss_pi, log_prob = self.actor_loss(batch)
+        loss_pi, log_prob = self._actor_loss(batch)
         self.policy_optim.step(loss_pi)
         stats = [loss_q.detach(), loss_pi.detach(), -log_prob.detach().mean()]
         if self.auto_alpha is not None:
-            loss_alpha = self.alpha_loss(log_prob)
+            loss_alpha = self._alpha_loss(log_prob)
             self.alpha_optim.step(loss_alpha)
             stats.append(loss_alpha.detach())
         self._soft.step()

@@ -22,23 +22,27 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def _structure(data: Any) -> tuple | None:
-    """Nested key layout of a dict input: ``((name, sub-layout or None), ...)``."""
+    """Nested key layout of a dict input: ``(names, subs)``.
+
+    ``names`` is the tuple of keys in order; ``subs`` is ``None`` when every value is a
+    leaf, else a tuple holding the sub-layout of each nested dict value (``None`` for a
+    leaf).
+    """
     if type(data) is not dict:
         return None
-    out = []
-    for key, value in data.items():
-        sub = _structure(value) if type(value) is dict else None
-        out.append((key, sub))
-    return tuple(out)
+    subs = tuple(_structure(value) if type(value) is dict else None for value in data.values())
+    return tuple(data), (None if all(sub is None for sub in subs) else subs)
 
 
 def _extract(struct: tuple, data: Any, out: list) -> bool:
     """Append the leaves of ``data`` to ``out`` if its layout is exactly ``struct``."""
-    if type(data) is not dict or len(data) != len(struct):
+    names, subs = struct
+    if type(data) is not dict or tuple(data) != names:
         return False
-    for (name, sub), (key, value) in zip(struct, data.items()):
-        if name != key:
-            return False
+    if subs is None:
+        out.extend(data.values())
+        return True
+    for sub, value in zip(subs, data.values()):
         if sub is None:
             out.append(value)
         elif not _extract(sub, value, out):
@@ -165,6 +169,13 @@ class AddMixin:
             rings = st.all_rings if self._vector else _RING0
             stacked = self._vector
             sel = None
+        elif (
+            type(buffer_ids) is np.ndarray
+            and buffer_ids.dtype.kind in "iu"
+            and buffer_ids.tolist() == self._all_ids
+        ):
+            # every ring in order (the collector's call): what ``_rings`` would return
+            rings, stacked, sel = st.all_rings, True, None
         else:
             rings, every = self._rings(buffer_ids)
             stacked = True
@@ -188,6 +199,8 @@ class AddMixin:
             else:
                 rew = arrs[plan.rew]
                 done = arrs[plan.term] | arrs[plan.trunc]
+                if sel is None and stacked and st._lockstep:
+                    return st._write_lockstep(arrs, plan.cols3, done, rew)
                 if not stacked:
                     done, rew = done.reshape(1), rew[None]
                 return st.write_step(sel, arrs, done, rew, cols=plan.cols, cols3=plan.cols3)
@@ -239,7 +252,7 @@ class AddMixin:
         if not st._numpy_ok or len(out) != len(st.columns) - 1 or self._save_only_last_obs:
             return None
         plan = _FastPlan()
-        shape3 = (st.num_rings, st.ring_size)
+        shape3 = (st.num_rings, st.ring_size)  # cols3: viewed (ring_size, num_rings, ...)
         for key, arr in leaves.items():
             if type(arr) is not np.ndarray:
                 return None
@@ -248,7 +261,7 @@ class AddMixin:
                 if arr.dtype != col.dtype:
                     return None
                 plan.cols.append(col)
-                plan.cols3.append(col.reshape(shape3 + col.shape[1:]))
+                plan.cols3.append(col.reshape(shape3 + col.shape[1:]).swapaxes(0, 1))
             else:
                 plan.cols.append(None)
                 plan.cols3.append(None)

@@ -40,6 +40,7 @@ class EpisodeBook:
     ep_return: np.ndarray
     ep_len: np.ndarray
     done3: np.ndarray
+    _done_t: np.ndarray
 
     def _write(self, key: Key, pos: np.ndarray, value: Any) -> None:
         raise NotImplementedError
@@ -105,8 +106,23 @@ class EpisodeBook:
         nxt[self.offsets + s - 1] = self.offsets
         prv[self.offsets] = self.offsets + np.maximum(self.lengths, 1) - 1
         self.prv_base, self.nxt_base = prv, nxt
-        self.stop3 = stop.reshape(self.num_rings, s)
+        self._make_views()
         self._update_flags()
+
+    def _make_views(self) -> None:
+        """Views and constants of the lockstep write (``_write_lockstep``).
+
+        ``stop3`` is ``stop`` viewed ring-major ``(num_rings, ring_size)``; the ``_t``
+        views are ``(ring_size, num_rings)`` transposes, so that a whole slot (one row of
+        every ring) is ``view[c]``: plain integer indexing, numpy's cheapest.
+        """
+        shape = (self.num_rings, self.ring_size)
+        self.stop3 = self.stop.reshape(shape)
+        self._stop_t = self.stop3.T
+        self._prv_t = self.prv_base.reshape(shape).T
+        self._nxt_t = self.nxt_base.reshape(shape).T
+        self._ones = np.ones(self.num_rings, dtype=np.int64)
+        self._no_done = bytes(self.num_rings)
 
     def _prepare_ep_return(self, rew: np.ndarray) -> None:
         if self.ep_return.shape[1:] != rew.shape[1:]:
@@ -125,7 +141,7 @@ class EpisodeBook:
 
         ``rings=None`` means every ring, in order. ``leaves`` must already be validated.
         ``cols`` (the numpy column of each leaf in order, ``None`` to skip it; ``cols3``
-        the same viewed as ``(num_rings, ring_size, ...)``) asserts that the leaves cover
+        the same viewed as ``(ring_size, num_rings, ...)``) asserts that the leaves cover
         the allocated columns and need no conversion; otherwise new keys are allocated
         and columns absent from ``leaves`` are zeroed at the written rows.
         Returns ``(ptr, ep_rew, ep_len, ep_idx)``.
@@ -170,67 +186,94 @@ class EpisodeBook:
         done: np.ndarray,
         rew: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """All rings share cursor and length: write column ``c`` of the ring-major views."""
+        """All rings share cursor ``c`` and length: write slot ``c`` of every ring.
+
+        The hot path of a vector buffer's ``add``. ``cols3`` are the columns viewed
+        ``(ring_size, num_rings, ...)`` (``None`` to skip a leaf), so slot ``c`` is
+        ``view[c]``; ``done`` and ``rew`` hold one entry per ring. Cursor arithmetic uses
+        Python ints and precomputed views (numpy scalar arithmetic costs more than a small
+        copy).
+        """
         s = self.ring_size
         c = int(self.cursor[0])
-        for col3, arr in zip(cols3, values):
-            if col3 is not None:
-                col3[:, c] = arr
-        done3 = self.done3
-        done3[:, c] = done
+        for col_t, arr in zip(cols3, values):
+            if col_t is not None:
+                col_t[c] = arr
+        done_t = self._done_t
+        done_t[c] = done
         n = int(self.lengths[0])
         old = (c - 1) % s if n else 0
-        stop3 = self.stop3
-        stop3[:, old] = done3[:, old]
-        stop3[:, c] = True
-        ptr = self.offsets + c
+        stop_t = self._stop_t
+        stop_t[old] = done_t[old]
+        stop_t[c] = True
+        # offsets + c, read off the static ``nxt_base = i + 1`` of the previous row
+        ptr = self._nxt_t[c - 1].copy() if c else self.offsets.copy()
         self.last_index[:] = ptr
         c1 = c + 1 if c + 1 < s else 0
         self.cursor.fill(c1)
         if n < s:
             self.lengths.fill(n + 1)
-            self.prv_base[self.offsets] = self.offsets + n
+            self._prv_t[0] = ptr if n == c else self.offsets + n
             self._filling = n + 1 < s
-        return self._episode_stats(None, done, rew, None, c1, ptr)
+        # episode statistics (``_episode_stats`` for every ring, inlined)
+        ret = self.ep_return
+        if ret.shape != rew.shape:
+            self._prepare_ep_return(rew)
+            ret = self.ep_return
+        ret += rew
+        eln = self.ep_len
+        eln += self._ones
+        start = self.ep_start.copy()
+        if done.tobytes() == self._no_done:
+            return ptr, np.zeros(ret.shape), np.zeros(self.num_rings, dtype=np.int64), start
+        # few rings finish per step: per-ring scalar updates beat masked vector ops
+        ep_rew = np.zeros(ret.shape)
+        ep_len = np.zeros(self.num_rings, dtype=np.int64)
+        ep_start, nxt = self.ep_start, self._nxt_t[c]  # nxt[r] == offsets[r] + c1
+        for r in done.nonzero()[0].tolist():
+            ep_rew[r] = ret[r]
+            ep_len[r] = eln[r]
+            ret[r] = 0.0
+            eln[r] = 0
+            ep_start[r] = nxt[r]
+        return ptr, ep_rew, ep_len, start
 
     def _episode_stats(
         self,
         rings: np.ndarray | None,
         done: np.ndarray,
         rew: np.ndarray,
-        nxt: np.ndarray | None,
-        c1: int = 0,
-        ptr: np.ndarray | None = None,
+        nxt: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Advance the running episode statistics of ``rings`` (``None``: all, in order).
+
+        ``nxt`` holds the next write position of each ring (the start of its next episode).
+        """
         if self.ep_return.shape[1:] != rew.shape[1:]:
             self._prepare_ep_return(rew)
         if rings is None:
             ret = self.ep_return
             ret += rew
             eln = self.ep_len
-            eln += 1
+            eln += self._ones
             start = self.ep_start.copy()
-            if ptr is None:
-                ptr = self.last_index.copy()
+            ptr = self.last_index.copy()
         else:
             ret = self.ep_return[rings] + rew
             eln = self.ep_len[rings] + 1
             start = self.ep_start[rings]
             ptr = self.last_index[rings]
+        ep_rew = np.zeros(ret.shape)
+        ep_len = np.zeros(len(ptr), dtype=np.int64)
         if np.count_nonzero(done):
-            dmask = done.reshape(done.shape + (1,) * (ret.ndim - 1))
-            ep_rew = np.where(dmask, ret, 0.0)
-            ep_len = np.where(done, eln, 0)
-            ret[done] = 0.0
-            eln[done] = 0
-            new_start = (self.offsets + c1)[done] if nxt is None else nxt[done]
-            if rings is None:
-                self.ep_start[done] = new_start
-            else:
-                self.ep_start[rings[done]] = new_start
-        else:
-            ep_rew = np.zeros(ret.shape)
-            ep_len = np.zeros(len(ptr), dtype=np.int64)
+            # few rings finish per step: per-ring scalar updates beat masked vector ops
+            ep_start = self.ep_start
+            for i in done.nonzero()[0].tolist():
+                ep_rew[i] = ret[i]
+                ep_len[i] = eln[i]
+                ret[i] = 0.0
+                eln[i] = 0
+                ep_start[i if rings is None else rings[i]] = nxt[i]
         if rings is not None:
             self.ep_return[rings] = ret
             self.ep_len[rings] = eln

@@ -148,6 +148,7 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
             self.np_columns[key] = col.numpy()
             if key == DONE:
                 self.done3 = self.np_columns[DONE].reshape(self.num_rings, self.ring_size)
+                self._done_t = self.done3.T
         self._td = None
 
     @property
@@ -330,8 +331,8 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
         state = Storage.__getstate__(self)
         state["np_columns"] = {}
         state["_td"] = None
-        state.pop("done3", None)
-        state.pop("stop3", None)
+        for name in ("done3", "_done_t", "stop3", "_stop_t", "_prv_t", "_nxt_t"):
+            state.pop(name, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -340,7 +341,8 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
             self.np_columns = {k: v.numpy() for k, v in self.columns.items()}
             if DONE in self.np_columns:
                 self.done3 = self.np_columns[DONE].reshape(self.num_rings, self.ring_size)
-        self.stop3 = self.stop.reshape(self.num_rings, self.ring_size)
+                self._done_t = self.done3.T
+        self._make_views()
 
     def __repr__(self) -> str:
         return (
