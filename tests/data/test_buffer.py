@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -298,6 +299,32 @@ def test_extra_keys_info_policy_and_late_keys() -> None:
     assert out.info.new.tolist() == [0.0, 1.5]
     assert out.policy.logp.tolist() == [0.5, 0.0]
     assert out.extra.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("as_batch", [False, True])
+def test_non_numeric_info_is_skipped_with_one_warning_per_key(as_batch: bool) -> None:
+    key = f"label_{as_batch}"  # the warning fires once per key and process
+    buf = VectorReplayBuffer(8, 2)
+
+    def batch(i: int) -> object:
+        data = {
+            "obs": [i, i],
+            "act": [0, 0],
+            "rew": [1.0, 1.0],
+            "terminated": [False, False],
+            "truncated": [False, False],
+            "info": {key: np.array(["a", "b"]), "lives": np.array([3, 2])},
+        }
+        return Batch(data) if as_batch else data
+
+    with pytest.warns(UserWarning, match=rf"info\.{key}: expected a numeric .* not stored"):
+        buf.add(batch(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        buf.add(batch(1))
+    out = buf[buf.sample_indices(0)]
+    assert out.info.lives.tolist() == [3, 3, 2, 2]
+    assert key not in out.info
 
 
 def test_get_buffer_indices() -> None:

@@ -7,6 +7,7 @@ handful of cheap shape/dtype comparisons against the allocated columns.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,25 @@ RESERVED_KEYS = (
 )
 REQUIRED_KEYS = ("obs", "act", "rew", "terminated", "truncated")
 
+_WARNED_DROPPED: set[Key] = set()
+
+
+def warn_dropped(key: Key, what: str) -> None:
+    """Warn (once per key and process) that a non-numeric ``info`` leaf is not stored.
+
+    Buffers hold tensors only; strings and other objects under ``info`` are skipped rather
+    than rejected, since envs commonly put them there.
+    """
+    if key in _WARNED_DROPPED:
+        return
+    _WARNED_DROPPED.add(key)
+    warnings.warn(
+        f"{'.'.join(key)}: expected a numeric or boolean value, got {what}; "
+        "this non-numeric info entry is not stored in the buffer",
+        UserWarning,
+        stacklevel=4,
+    )
+
 
 def to_numpy(key: Key, value: Any) -> np.ndarray | None:
     """Convert one leaf to numpy; ``None`` for non-numeric leaves under ``info``.
@@ -47,6 +67,7 @@ def to_numpy(key: Key, value: Any) -> np.ndarray | None:
         arr = np.asarray(value)
     if arr.dtype.kind not in "biufc":
         if key[0] == "info":
+            warn_dropped(key, f"dtype {arr.dtype}")
             return None
         raise TypeError(
             f"{'.'.join(key)}: expected a numeric or boolean array, got dtype {arr.dtype}"
@@ -89,6 +110,8 @@ def _flatten_td_into(prefix: Key, td: TensorDictBase, out: dict[Key, np.ndarray]
                     out[key] = conv
             elif key[0] != "info":
                 raise TypeError(f"{'.'.join(key)}: expected a tensor, got {type(value).__name__}")
+            else:
+                warn_dropped(key, type(value).__name__)
         return
     for name, value in td.items(include_nested=True, leaves_only=True):
         key = (*prefix, name) if isinstance(name, str) else (*prefix, *name)
@@ -96,6 +119,7 @@ def _flatten_td_into(prefix: Key, td: TensorDictBase, out: dict[Key, np.ndarray]
         if isinstance(value, torch.Tensor):
             leaf = to_numpy(key, value)
         elif key[0] == "info" or (prefix and prefix[0] == "info"):
+            warn_dropped(key, type(value).__name__)
             leaf = None
         else:
             raise TypeError(f"{'.'.join(key)}: expected a tensor, got {type(value).__name__}")
