@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -160,3 +162,227 @@ def test_matches_tianshou_cached_buffer():
     np.testing.assert_array_equal(ours.prev(probe), theirs.prev(probe))
     np.testing.assert_array_equal(ours.next(probe), theirs.next(probe))
     assert sorted(ours.unfinished_index()) == sorted(theirs.unfinished_index())
+
+
+def _random_subset_steps(seed, steps, envs=3):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        k = int(rng.integers(1, envs + 1))
+        ids = np.sort(rng.choice(envs, size=k, replace=False))
+        batch = {
+            "obs": rng.standard_normal((k, 2)),
+            "act": rng.integers(0, 3, k),
+            "rew": np.round(rng.standard_normal(k), 3),
+            "terminated": rng.random(k) < 0.15,
+            "truncated": rng.random(k) < 0.05,
+            "obs_next": rng.standard_normal((k, 2)),
+        }
+        out.append((ids, batch))
+    return out
+
+
+def _compare_with_tianshou(ours, theirs):
+    idx = theirs.sample_indices(0)
+    assert ours.sample_indices(0).tolist() == idx.tolist()
+    assert len(ours) == len(theirs)
+    assert ours.last_index.tolist() == theirs.last_index.tolist()
+    assert ours.subbuffer_edges.tolist() == theirs.subbuffer_edges.tolist()
+    np.testing.assert_array_equal(ours.prev(idx), theirs.prev(idx))
+    np.testing.assert_array_equal(ours.next(idx), theirs.next(idx))
+    assert sorted(ours.unfinished_index()) == sorted(theirs.unfinished_index())
+    for stack in (None, 1, 3):
+        np.testing.assert_array_equal(
+            ours.get(idx, "obs", stack_num=stack).numpy(), theirs.get(idx, "obs", stack_num=stack)
+        )
+    mine, peer = ours[idx], theirs[idx]
+    for key in ("obs", "obs_next", "act", "rew", "terminated", "truncated", "done"):
+        np.testing.assert_array_equal(mine[key].numpy(), peer[key], err_msg=key)
+    for start, stop in ((31, 33), (35, 34), (33, 32), (3, 1)):
+        np.testing.assert_array_equal(
+            ours.get_buffer_indices(start, stop), theirs.get_buffer_indices(start, stop)
+        )
+    for bad in (ours, theirs):
+        with pytest.raises(ValueError):
+            bad.get_buffer_indices(24, 27)
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {},
+        {"stack_num": 3},
+        {"stack_num": 3, "ignore_obs_next": True},
+        {"stack_num": 3, "sample_avail": True},
+    ],
+)
+@pytest.mark.parametrize("seed", range(3))
+def test_matches_tianshou_with_options_and_after_round_trips(opts, seed, tmp_path):
+    ts = pytest.importorskip("tianshou.data")
+    ours = CachedReplayBuffer(ReplayBuffer(25, **opts), 3, 6)
+    theirs = ts.CachedReplayBuffer(ts.ReplayBuffer(25, **opts), 3, 6)
+    steps = _random_subset_steps(seed, 80)
+    for i, (ids, batch) in enumerate(steps):
+        if i == 40:  # continue on round-tripped copies of ours
+            ours = pickle.loads(pickle.dumps(ours))
+        if i == 60:
+            ours.save_hdf5(tmp_path / "c.h5")
+            ours = CachedReplayBuffer.load_hdf5(tmp_path / "c.h5")
+        got = ours.add(batch, buffer_ids=ids)
+        want = theirs.add(ts.Batch(**batch), buffer_ids=ids)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w)
+        if i % 10 == 9:
+            _compare_with_tianshou(ours, theirs)
+    with pytest.raises(NotImplementedError):
+        theirs.update(ts.ReplayBuffer(3))
+    with pytest.raises(NotImplementedError):
+        ours.update(ReplayBuffer(3))
+
+
+# ------------------------------------------------------------------ bad input
+def _snapshot(buf: CachedReplayBuffer) -> dict:
+    snap: dict = {"rng": buf.generator.get_state().tolist()}
+    for name, st in (("main", buf.main_buffer._storage), ("cache", buf.cache._storage)):
+        snap[name] = {".".join(k): v.numpy().tolist() for k, v in st.columns.items()}
+        snap[name + ".meta"] = {k: np.asarray(v).tolist() for k, v in st.meta_state().items()}
+        snap[name + ".stop"] = st.stop.tolist()
+    return snap
+
+
+@pytest.fixture
+def filled() -> CachedReplayBuffer:
+    buf = CachedReplayBuffer(ReplayBuffer(12), 2, max_episode_length=4, seed=0)
+    buf.add(_batch([0, 100], [False, False]))
+    buf.add(_batch([1, 101], [True, False]))
+    return buf
+
+
+@pytest.mark.parametrize(
+    ("over", "ids", "match"),
+    [
+        ({"act": None}, None, r"missing reserved key\(s\) \['act'\]"),
+        ({"obs": np.zeros(3, np.float32)}, None, r"obs: expected leading dimension 2.*\(3,\)"),
+        ({"obs": np.zeros((2, 2), np.float32)}, None, r"obs: expected per-transition shape \(\)"),
+        ({"act": np.zeros(2, np.float64)}, None, "act: expected dtype int64, got float64"),
+        ({}, [0, 2], r"buffer_ids: expected ids in \[0, 2\), got \[0, 2\]"),
+        ({}, [1, 1], r"buffer_ids: expected distinct ids, got \[1, 1\]"),
+    ],
+)
+def test_bad_add_leaves_buffer_unchanged(filled, over, ids, match):
+    before = _snapshot(filled)
+    batch = _batch([5, 105], [True, True])
+    for key, val in over.items():
+        if val is None:
+            batch.pop(key)
+        else:
+            batch[key] = val
+    with pytest.raises(ValueError, match=match):
+        filled.add(batch, buffer_ids=ids)
+    assert _snapshot(filled) == before
+    # and the buffer still works
+    ptr, *_ = filled.add(_batch([5, 105], [True, True]))
+    assert ptr.tolist() == [2, 5]
+
+
+def test_add_the_main_buffer_cannot_take_is_rejected_before_writing():
+    main = ReplayBuffer(10)
+    main.add({"obs": np.float32(1), "act": 0, "rew": 0.0, "terminated": True, "truncated": False})
+    buf = CachedReplayBuffer(main, 2, 4)
+    before = _snapshot(buf)
+    wide = _batch([0, 1], [True, False])
+    wide["obs"] = wide["obs"].astype(np.float64)  # main's obs column is float32
+    with pytest.raises(ValueError, match=r"obs: expected dtype float32, got float64 \(the main"):
+        buf.add(wide)
+    assert _snapshot(buf) == before
+    # a column only the main buffer holds: checked against each incoming batch
+    main2 = ReplayBuffer(10)
+    main2.add({"obs": 1.0, "act": 0, "rew": 0.0, "terminated": True, "truncated": False, "mask": 3})
+    buf2 = CachedReplayBuffer(main2, 2, 4)
+    bad = dict(_batch([0, 1], [True, False]), mask=np.array([0.5, 0.5]))
+    before = _snapshot(buf2)
+    with pytest.raises(ValueError, match="mask: expected dtype int64, got float64"):
+        buf2.add(bad)
+    assert _snapshot(buf2) == before
+    ptr, *_ = buf2.add(_batch([0, 1], [True, False]))  # without the key: zero-filled in main
+    assert ptr.tolist() == [1, 14] and main2.mask[:2].tolist() == [3, 0]
+
+
+def test_unsupported_and_bad_calls(filled):
+    before = _snapshot(filled)
+    with pytest.raises(NotImplementedError, match=r"main_buffer\.update"):
+        filled.update(ReplayBuffer(3))
+    with pytest.raises(IndexError, match=r"only the full slice"):
+        filled[1:3]
+    with pytest.raises(KeyError, match="nope: no such column"):
+        filled.get([0], "nope")
+    assert filled.get([0], "nope", default=7) == 7
+    with pytest.raises(ValueError, match=r"batch: expected only reserved keys .* got \['foo'\]"):
+        filled.set_batch({"foo": np.zeros(20)})
+    with pytest.raises(ValueError, match=r"obs: expected leading dimension 20, got \(12,\)"):
+        filled.set_batch({"obs": np.zeros(12)})
+    with pytest.raises(ValueError, match="within one sub-buffer"):
+        filled.get_buffer_indices(11, 13)
+    assert _snapshot(filled) == before
+
+
+# --------------------------------------------------------------- more of the API
+def test_get_stacks_frames_within_each_sub_buffer():
+    buf = CachedReplayBuffer(ReplayBuffer(10, stack_num=3), 2, max_episode_length=4)
+    buf.add(_batch([0, 100], [False, False]))
+    buf.add(_batch([1, 101], [True, False]))
+    buf.add(_batch([2, 102], [False, False]))
+    idx = np.array([1, 10, 15, 16])
+    assert buf.get(idx, "obs").tolist() == [[0, 0, 1], [2, 2, 2], [100, 100, 101], [100, 101, 102]]
+    assert buf.get(idx, "obs", stack_num=1).tolist() == [1, 2, 101, 102]
+    assert buf.get(15, "obs").tolist() == [100, 100, 101]
+    assert buf[idx].obs.tolist() == buf.get(idx, "obs").tolist()
+    assert buf.get(idx, "info", default=0) == 0  # no info column stored
+    assert buf.get_buffer_indices(10, 12).tolist() == [10, 11]
+    assert buf.get_buffer_indices(16, 15).tolist() == [16, 17, 14]
+
+
+def test_columns_only_one_part_holds_read_as_zeros():
+    main = PrioritizedReplayBuffer(6, alpha=1.0, beta=1.0)
+    buf = CachedReplayBuffer(main, 2, max_episode_length=3)
+    buf.add(dict(_batch([0, 100], [True, False]), info={"k": np.array([7, 8])}))
+    buf.add(_batch([1, 101], [False, False]))  # cache rows: info.k zero-filled
+    assert buf.sample_indices(0).tolist() == [0, 6, 9, 10]
+    out = buf[np.array([9, 0, 6])]
+    assert out.info.k.tolist() == [8, 7, 0]
+    # the same keys whichever part the rows come from; a prioritized weight is not a column
+    assert (
+        set(buf[[0]].keys(True, True))
+        == set(out.keys(True, True))
+        == set(buf[[9]].keys(True, True))
+    )
+    assert "weight" not in out.keys(True, True)
+
+
+def test_set_batch_and_nulls():
+    buf = CachedReplayBuffer(ReplayBuffer(6), 2, max_episode_length=3)
+    buf.add(_batch([0, 100], [True, False]))
+    buf.add(_batch([1, 101], [False, False]))
+    twin = CachedReplayBuffer(ReplayBuffer(6), 2, max_episode_length=3)
+    twin.add(_batch([9, 9], [True, False]))
+    twin.add(_batch([9, 9], [False, False]))
+    twin.set_batch(
+        {
+            k: getattr(buf, k)
+            for k in ("obs", "act", "rew", "terminated", "truncated", "done", "obs_next")
+        }
+    )
+    assert twin.obs.tolist() == buf.obs.tolist()
+    assert twin[:].obs.tolist() == buf[:].obs.tolist() == [0.0, 1.0, 100.0, 101.0]
+    assert not buf.hasnull()
+    buf.add(_batch([np.nan, 102], [False, False]))
+    buf.main_buffer.rew[0] = np.nan
+    assert buf.hasnull()
+    mask = buf.isnull()
+    assert mask.obs.tolist() == [False, False, True, False, False, False]
+    assert mask.rew.tolist() == [True, False, True, False, False, False]
+    buf.dropnull()
+    assert len(buf.main_buffer) == 0 and not buf.main_buffer.hasnull()
+    assert not buf.hasnull()
+    assert buf[:].obs.tolist() == [1.0, 100.0, 101.0, 102.0]
+    assert buf.unfinished_index().tolist() == [6, 11]

@@ -2,6 +2,7 @@
 
 from tdrl.data.buffer.base import ReplayBuffer
 from tdrl.data.buffer.cached import CachedReplayBuffer
+from tdrl.data.buffer.cached_storage import CachedSampler, CachedStorage, CachedWriter
 from tdrl.data.buffer.her import HERReplayBuffer, HERVectorReplayBuffer
 from tdrl.data.buffer.prio import (
     PrioritizedReplayBuffer,
@@ -14,6 +15,9 @@ from tdrl.data.buffer.vector import VectorReplayBuffer
 
 __all__ = [
     "CachedReplayBuffer",
+    "CachedSampler",
+    "CachedStorage",
+    "CachedWriter",
     "EpisodeSampler",
     "EpisodeStorage",
     "EpisodeWriter",

@@ -6,12 +6,18 @@ storage (:mod:`tdrl.data.buffer.storage`); this module holds the HDF5 format::
     /columns/<dotted.key>   one dataset per column (length maxsize)
     /meta/<name>            cursor, lengths, last_index, ep_return, ep_len, ep_start
     attrs: class, config (JSON constructor kwargs), rng_state
+
+A ``CachedReplayBuffer`` file holds its main buffer and its cache as groups ``/main`` and
+``/cache`` (each in the layout above, as that buffer's own ``save_hdf5`` writes it) plus
+attrs ``class``, ``config``, ``main_class`` and ``rng_state``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -67,6 +73,85 @@ def load_hdf5(cls: Any, path: str | os.PathLike[str], device: str | None = None)
     buf._storage.load_meta_state(meta)
     buf.generator.set_state(torch.from_numpy(rng_state.copy()))
     return buf
+
+
+def save_into_group(buf: Any, parent: Any, name: str, compression: str | None = None) -> None:
+    """Save ``buf`` with its own ``save_hdf5`` as group ``name`` of the open h5py ``parent``.
+
+    The buffer's file (columns, bookkeeping, attrs and any subclass extras such as
+    priorities) is written to a temporary file and copied in; :func:`load_from_group`
+    reverses it. Used by composite buffers (``CachedReplayBuffer``).
+    """
+    h5py = _h5py()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "part.h5")
+        buf.save_hdf5(path, compression)
+        with h5py.File(path, "r") as src:
+            src.copy(src["/"], parent, name=name)
+
+
+def load_from_group(cls: Any, group: Any, device: str | None = None) -> Any:
+    """Rebuild a ``cls`` buffer from a group written by :func:`save_into_group`."""
+    h5py = _h5py()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "part.h5")
+        with h5py.File(path, "w") as dst:
+            for key in group:
+                group.file.copy(group[key], dst, name=key)
+            for key, value in group.attrs.items():
+                dst.attrs[key] = value
+        return cls.load_hdf5(path, device)
+
+
+def save_cached_hdf5(buf: Any, path: str | os.PathLike[str], compression: str | None) -> None:
+    """Write a ``CachedReplayBuffer``: groups ``/main`` and ``/cache`` plus attrs ``class``,
+    ``config`` (JSON constructor kwargs), ``main_class`` (``module:qualname``), ``rng_state``.
+    """
+    h5py = _h5py()
+    main = buf.main_buffer
+    with h5py.File(os.fspath(path), "w") as f:
+        f.attrs["class"] = type(buf).__name__
+        f.attrs["config"] = json.dumps(buf._constructor_kwargs())
+        f.attrs["main_class"] = f"{type(main).__module__}:{type(main).__qualname__}"
+        f.attrs["rng_state"] = buf.generator.get_state().numpy()
+        save_into_group(main, f, "main", compression)
+        save_into_group(buf.cache, f, "cache", compression)
+
+
+def load_cached_hdf5(
+    cls: Any, cache_cls: Any, path: str | os.PathLike[str], device: str | None = None
+) -> Any:
+    """Rebuild a ``cls`` (cached) buffer from a file written by :func:`save_cached_hdf5`."""
+    h5py = _h5py()
+    with h5py.File(os.fspath(path), "r") as f:
+        if "main" not in f or "cache" not in f or "main_class" not in f.attrs:
+            raise ValueError(
+                f"{os.fspath(path)}: expected a file written by CachedReplayBuffer.save_hdf5 "
+                f"(groups ['cache', 'main']), got class={f.attrs.get('class')!r} with "
+                f"groups {sorted(f)}"
+            )
+        config = json.loads(f.attrs["config"])
+        main = load_from_group(_buffer_class(str(f.attrs["main_class"])), f["main"], device)
+        cache = load_from_group(cache_cls, f["cache"], device)
+        rng_state = np.asarray(f.attrs["rng_state"], dtype=np.uint8)
+    buf = cls(main, **config)
+    buf.cache._storage.load_state_dict(cache._storage.state_dict())
+    buf.cache.generator.set_state(cache.generator.get_state())
+    buf.generator.set_state(torch.from_numpy(rng_state.copy()))
+    return buf
+
+
+def _buffer_class(spec: str) -> type:
+    """The class named ``module:qualname``; it must be a tdrl ``ReplayBuffer`` subclass."""
+    from tdrl.data.buffer.base import ReplayBuffer  # base imports this module
+
+    module, _, qualname = spec.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if not (isinstance(obj, type) and issubclass(obj, ReplayBuffer)):
+        raise ValueError(f"main_class: expected a tdrl ReplayBuffer subclass, got {spec!r}")
+    return obj
 
 
 def from_data(
@@ -130,7 +215,8 @@ def nan_rows(st: EpisodeStorage, idx: np.ndarray) -> np.ndarray:
     for col in st.columns.values():
         if col.is_floating_point():
             vals = col[torch.as_tensor(idx, device=col.device)].cpu().numpy()
-            bad |= np.isnan(vals.reshape(len(idx), -1)).any(-1)
+            flat = vals.reshape(len(idx), int(np.prod(vals.shape[1:])))  # -1 fails on 0 rows
+            bad |= np.isnan(flat).any(-1)
     return bad
 
 
