@@ -24,7 +24,7 @@ from tdrl.data.buffer import persist
 from tdrl.data.buffer.adding import AddMixin, _FastPlan
 from tdrl.data.buffer.reading import ReadMixin, as_index, make_batch
 from tdrl.data.buffer.sampler import EpisodeSampler, EpisodeWriter
-from tdrl.data.buffer.schema import RESERVED_KEYS, flatten_batch
+from tdrl.data.buffer.schema import flatten_full_batch
 from tdrl.data.buffer.storage import DONE, EpisodeStorage
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -251,15 +251,7 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
 
     def set_batch(self, batch: Any) -> None:
         """Replace the storage columns by ``batch`` (leading dimension ``maxsize``)."""
-        leaves = flatten_batch(batch)
-        bad = sorted({k[0] for k in leaves} - set(RESERVED_KEYS))
-        if bad:
-            raise ValueError(f"batch: expected only reserved keys {list(RESERVED_KEYS)}, got {bad}")
-        for key, arr in leaves.items():
-            if arr.ndim == 0 or arr.shape[0] != self.maxsize:
-                raise ValueError(
-                    f"{'.'.join(key)}: expected leading dimension {self.maxsize}, got {arr.shape}"
-                )
+        leaves = flatten_full_batch(batch, self.maxsize)
         if DONE not in leaves:
             leaves[DONE] = np.zeros(self.maxsize, dtype=bool)
         self._storage.load_columns(leaves)

@@ -32,7 +32,13 @@ from tdrl.data.buffer.cached_storage import (
     collate_identity,
     merge_rows,
 )
-from tdrl.data.buffer.schema import RESERVED_KEYS, Key, check_leaf, flatten_batch
+from tdrl.data.buffer.schema import (
+    RESERVED_KEYS,
+    Key,
+    check_leaf,
+    flatten_batch,
+    flatten_full_batch,
+)
 from tdrl.data.buffer.storage import DONE
 from tdrl.data.buffer.vector import VectorReplayBuffer
 
@@ -384,15 +390,7 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
 
     def set_batch(self, batch: Any) -> None:
         """Replace all columns by ``batch`` (leading dimension ``maxsize``, global layout)."""
-        leaves = flatten_batch(batch)
-        bad = sorted({k[0] for k in leaves} - set(RESERVED_KEYS))
-        if bad:
-            raise ValueError(f"batch: expected only reserved keys {list(RESERVED_KEYS)}, got {bad}")
-        for key, arr in leaves.items():
-            if arr.ndim == 0 or arr.shape[0] != self.maxsize:
-                raise ValueError(
-                    f"{'.'.join(key)}: expected leading dimension {self.maxsize}, got {arr.shape}"
-                )
+        leaves = flatten_full_batch(batch, self.maxsize)
         off = self._offset
         self.main_buffer.set_batch(_nest({k: v[:off] for k, v in leaves.items()}))
         self.cache.set_batch(_nest({k: v[off:] for k, v in leaves.items()}))

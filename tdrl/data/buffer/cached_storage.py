@@ -25,6 +25,7 @@ from torchrl.data.replay_buffers.storages import Storage
 from torchrl.data.replay_buffers.writers import Writer
 
 from tdrl.data.buffer.reading import as_index, make_batch
+from tdrl.data.buffer.sampler import Stateless
 from tdrl.data.buffer.storage import EpisodeStorage
 
 __all__ = [
@@ -303,7 +304,7 @@ class CachedSampler(Sampler):
             main.loads(sub)
 
 
-class CachedWriter(Writer):
+class CachedWriter(Stateless, Writer):
     """TorchRL writer of a cached buffer: ``add``/``extend`` raise (see the module doc).
 
     Example:
@@ -321,25 +322,6 @@ class CachedWriter(Writer):
     def extend(self, data: Any) -> torch.Tensor:
         """Refused: write with ``CachedReplayBuffer.add(batch, buffer_ids)``."""
         return torch.as_tensor(self.add(data))
-
-    def _empty(self, empty_write_count: bool = True) -> None:
-        return
-
-    def state_dict(self) -> dict[str, Any]:
-        """Stateless: the write cursors live in the storages."""
-        return {}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Stateless."""
-        return
-
-    def dumps(self, path: Any) -> None:
-        """Nothing to save."""
-        return
-
-    def loads(self, path: Any) -> None:
-        """Nothing to load."""
-        return
 
 
 def merge_rows(parts: list[tuple[np.ndarray, Any]], n: int) -> Any:

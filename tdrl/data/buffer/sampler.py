@@ -20,7 +20,31 @@ from torchrl.data.replay_buffers.writers import Writer
 from tdrl.data.buffer.storage import EpisodeStorage
 
 
-class EpisodeSampler(Sampler):
+class Stateless:
+    """TorchRL's persistence hooks for a sampler or writer whose state lives elsewhere
+    (the generator in the buffer, the cursors in the storage): all no-ops."""
+
+    def _empty(self, *args: Any, **kwargs: Any) -> None:
+        return
+
+    def state_dict(self) -> dict[str, Any]:
+        """Stateless: nothing to save."""
+        return {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Stateless: nothing to restore."""
+        return
+
+    def dumps(self, path: Any) -> None:
+        """Nothing to save."""
+        return
+
+    def loads(self, path: Any) -> None:
+        """Nothing to load."""
+        return
+
+
+class EpisodeSampler(Stateless, Sampler):
     """Uniform sampling with replacement over the valid rows of the storage.
 
     Example:
@@ -41,25 +65,6 @@ class EpisodeSampler(Sampler):
         if len(storage) == 0:
             raise ValueError("cannot sample from an empty buffer: expected len(buffer) > 0, got 0")
         return torch.randint(len(storage), (batch_size,), generator=self._rng), {}
-
-    def _empty(self) -> None:
-        return
-
-    def state_dict(self) -> dict[str, Any]:
-        """Stateless: the generator is owned by the buffer."""
-        return {}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Stateless."""
-        return
-
-    def dumps(self, path: Any) -> None:
-        """Nothing to save."""
-        return
-
-    def loads(self, path: Any) -> None:
-        """Nothing to load."""
-        return
 
 
 class EpisodeWriter(Writer):

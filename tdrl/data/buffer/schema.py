@@ -161,6 +161,29 @@ def flatten_batch(batch: Any) -> dict[Key, np.ndarray]:
     return out
 
 
+def flatten_full_batch(batch: Any, maxsize: int) -> dict[Key, np.ndarray]:
+    """Flatten a ``set_batch`` argument: reserved keys only, leading dimension ``maxsize``.
+
+    Example:
+        >>> sorted(flatten_full_batch({"obs": np.zeros(3), "rew": np.ones(3)}, 3))
+        [('obs',), ('rew',)]
+        >>> flatten_full_batch({"obs": np.zeros(2)}, 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: obs: expected leading dimension 3, got (2,)
+    """
+    leaves = flatten_batch(batch)
+    bad = sorted({k[0] for k in leaves} - set(RESERVED_KEYS))
+    if bad:
+        raise ValueError(f"batch: expected only reserved keys {list(RESERVED_KEYS)}, got {bad}")
+    for key, arr in leaves.items():
+        if arr.ndim == 0 or arr.shape[0] != maxsize:
+            raise ValueError(
+                f"{'.'.join(key)}: expected leading dimension {maxsize}, got {arr.shape}"
+            )
+    return leaves
+
+
 def top_keys(leaves: dict[Key, np.ndarray]) -> set[str]:
     """First components of the leaf keys."""
     return {k[0] for k in leaves}
