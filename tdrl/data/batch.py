@@ -245,7 +245,9 @@ class Batch(TensorDict):
             raise AttributeError(
                 f"'{type(self).__name__}' object has no attribute or key {name!r}"
             ) from None
-        if isinstance(value, (torch.Tensor, TensorDictBase)) and not is_non_tensor(value):
+        if type(value) is torch.Tensor or (
+            isinstance(value, (torch.Tensor, TensorDictBase)) and not is_non_tensor(value)
+        ):
             return value
         return self[name]
 
