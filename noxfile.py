@@ -58,6 +58,13 @@ def oracle(session: nox.Session) -> None:
 
 
 @nox.session
+def envpool(session: nox.Session) -> None:
+    """The env-layer tests with EnvPool installed (about 0.7 GB of wheels and assets)."""
+    _install(session, "dev,hdf5,logging,mujoco,envpool")
+    session.run("pytest", "-q", "tests/env", "tests/data", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Speed benchmarks: tdrl and Tianshou side by side in one process, ratios printed."""
     _install(session)

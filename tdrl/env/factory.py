@@ -21,6 +21,12 @@ def _top_module(obj: Any) -> str:
     return type(obj).__module__.split(".")[0]
 
 
+def _is_envpool(obj: Any) -> bool:
+    # EnvPool >= 1.x builds its env classes in module "abc" on top of envpool mixins and,
+    # for env_type="gymnasium", gymnasium's VectorEnv (with NEXT_STEP autoreset)
+    return any(c.__module__.split(".")[0] == "envpool" for c in type(obj).__mro__)
+
+
 def make_vector_env(
     source: Any,
     num_envs: int | None = None,
@@ -61,6 +67,10 @@ def make_vector_env(
     if isinstance(source, str):
         env_id = source
         source = lambda: gym.make(env_id)  # noqa: E731
+    if _is_envpool(source):
+        from tdrl.env.envpool_env import EnvPoolVectorEnv
+
+        return EnvPoolVectorEnv(source)
     if isinstance(source, gym.vector.VectorEnv):
         if type(source) is gym.vector.SyncVectorEnv:
             return DummyVectorEnv.from_envs(list(source.envs), wait_num, timeout)
@@ -72,10 +82,6 @@ def make_vector_env(
         from tdrl.env.torchrl_env import TorchRLVectorEnv
 
         return TorchRLVectorEnv(source)
-    if top == "envpool":
-        from tdrl.env.envpool_env import EnvPoolVectorEnv
-
-        return EnvPoolVectorEnv(source)
     if callable(source):
         if num_envs is None:
             raise ValueError("make_vector_env: a single factory needs num_envs (got None)")

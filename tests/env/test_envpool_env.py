@@ -47,7 +47,34 @@ def test_fake_pool_contract() -> None:
 def test_real_envpool() -> None:
     envpool = pytest.importorskip("envpool")
     pool = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=2, seed=0)
-    venv = make_vector_env(pool)
+    venv = make_vector_env(pool)  # a gymnasium VectorEnv subclass: must not take that path
+    assert isinstance(venv, EnvPoolVectorEnv)
     obs, _ = venv.reset()
     obs, *_ = venv.step(np.array([1]), env_id=[1])
     assert obs.shape == (1, 4)
+
+
+def test_real_envpool_collection_has_no_autoreset_junk() -> None:
+    """EnvPool autoresets on the step after an episode ends (NEXT_STEP); the collector resets
+    finished envs itself, so every stored CartPole step is a real one: reward 1, obs_next of
+    step t is obs of step t + 1 inside an episode, and episodes start from a reset state."""
+    envpool = pytest.importorskip("envpool")
+    from tdrl.data import Collector, VectorReplayBuffer
+
+    n_env = 4
+    pool = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=n_env, seed=0)
+    buf = VectorReplayBuffer(40_000, n_env)
+    collector = Collector(None, make_vector_env(pool), buf)
+    collector.reset()
+    stats = collector.collect(n_step=8000, random=True)
+    assert stats.n_collected_steps == 8000 and stats.n_collected_episodes > 100
+    data = buf[buf.sample_indices(0)]
+    assert len(data) == 8000
+    assert (data.rew == 1.0).all()
+    assert int(data.done.sum()) == stats.n_collected_episodes  # every ended episode, once
+    idx = buf.sample_indices(0)
+    inner = idx[~buf.done[idx].numpy() & np.isin(buf.next(idx), idx) & (buf.next(idx) != idx)]
+    np.testing.assert_array_equal(buf.obs_next[inner].numpy(), buf.obs[buf.next(inner)].numpy())
+    starts = idx[buf.prev(idx) == idx]
+    assert np.abs(buf.obs[starts].numpy()).max() <= 0.05  # CartPole resets in [-0.05, 0.05]
+    assert stats.lens.max() <= 500
