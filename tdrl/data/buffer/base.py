@@ -293,12 +293,23 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
     # --------------------------------------------------------- persistence
     def save_hdf5(self, path: str | os.PathLike[str], compression: str | None = None) -> None:
         """Save data, bookkeeping, options and generator state to an HDF5 file."""
-        persist.save_hdf5(self, path, compression)
+        with persist.open_hdf5(path, "w") as f:
+            self.save_group(f, compression)
 
     @classmethod
     def load_hdf5(cls, path: str | os.PathLike[str], device: str | None = None) -> Any:
         """Rebuild a buffer saved by :meth:`save_hdf5`."""
-        return persist.load_hdf5(cls, path, device)
+        with persist.open_hdf5(path, "r") as f:
+            return cls.load_group(f, device)
+
+    def save_group(self, grp: Any, compression: str | None = None) -> None:
+        """Write what :meth:`save_hdf5` saves into the open h5py group ``grp``."""
+        persist.save_group(self, grp, compression)
+
+    @classmethod
+    def load_group(cls, grp: Any, device: str | None = None) -> Any:
+        """Rebuild a buffer from an h5py group written by :meth:`save_group`."""
+        return persist.load_group(cls, grp, device)
 
     @classmethod
     def from_data(

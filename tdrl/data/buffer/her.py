@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import numbers
-import os
 import pickle
 from collections.abc import Callable
 from typing import Any
@@ -132,8 +131,8 @@ class _HERMixin:
         self._restore_cache()
         super().reset(keep_statistics)  # type: ignore[misc]
 
-    def save_hdf5(self, path: str | os.PathLike[str], compression: str | None = None) -> None:
-        """Restore the originals, then save like ``ReplayBuffer.save_hdf5``.
+    def save_group(self, grp: Any, compression: str | None = None) -> None:
+        """Restore the originals, then save like ``ReplayBuffer.save_group``.
 
         ``compute_reward_fn`` is stored pickled (it must be picklable, e.g. a module-level
         function), as Tianshou does.
@@ -146,21 +145,15 @@ class _HERMixin:
                 "compute_reward_fn: expected a picklable callable to save the buffer, got "
                 f"{self.compute_reward_fn!r}"
             ) from err
-        super().save_hdf5(path, compression)  # type: ignore[misc]
-        import h5py
-
-        with h5py.File(os.fspath(path), "a") as f:
-            f.attrs["her_compute_reward_fn"] = np.void(fn_bytes)
+        super().save_group(grp, compression)  # type: ignore[misc]
+        grp.attrs["her_compute_reward_fn"] = np.void(fn_bytes)
 
     @classmethod
-    def load_hdf5(cls, path: str | os.PathLike[str], device: str | None = None) -> Any:
-        """Rebuild a buffer saved by :meth:`save_hdf5` (``compute_reward_fn`` unpickled)."""
-        import h5py
-
-        with h5py.File(os.fspath(path), "r") as f:
-            fn = pickle.loads(f.attrs["her_compute_reward_fn"].tobytes())
+    def load_group(cls, grp: Any, device: str | None = None) -> Any:
+        """Rebuild a buffer saved by :meth:`save_group` (``compute_reward_fn`` unpickled)."""
+        fn = pickle.loads(grp.attrs["her_compute_reward_fn"].tobytes())
         factory: Any = functools.partial(cls, compute_reward_fn=fn)  # type: ignore[call-arg]
-        return persist.load_hdf5(factory, path, device)
+        return persist.load_group(factory, grp, device)
 
     def set_batch(self, batch: Any) -> None:
         """Drop the relabelling cache (the columns are replaced), then ``set_batch``."""

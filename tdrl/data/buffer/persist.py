@@ -7,9 +7,10 @@ storage (:mod:`tdrl.data.buffer.storage`); this module holds the HDF5 format::
     /meta/<name>            cursor, lengths, last_index, ep_return, ep_len, ep_start
     attrs: class, config (JSON constructor kwargs), rng_state
 
-A ``CachedReplayBuffer`` file holds its main buffer and its cache as groups ``/main`` and
-``/cache`` (each in the layout above, as that buffer's own ``save_hdf5`` writes it) plus
-attrs ``class``, ``config``, ``main_class`` and ``rng_state``.
+Buffers write this layout into an h5py group (``save_group``/``load_group``; subclasses add
+their extras there, e.g. ``/prio``), so a plain file is the layout at the root and a
+``CachedReplayBuffer`` file holds its main buffer and its cache as groups ``/main`` and
+``/cache`` plus attrs ``class``, ``config``, ``main_class`` and ``rng_state``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import tempfile
 from typing import Any
 
 import numpy as np
@@ -37,93 +37,65 @@ def _h5py() -> Any:
     return h5py
 
 
-def save_hdf5(buf: Any, path: str | os.PathLike[str], compression: str | None = None) -> None:
-    """Write ``buf`` (data, bookkeeping, options, generator state) to ``path``."""
-    h5py = _h5py()
+def open_hdf5(path: str | os.PathLike[str], mode: str) -> Any:
+    """Open ``path`` with h5py (``mode`` ``"w"`` or ``"r"``); a clear error without h5py."""
+    return _h5py().File(os.fspath(path), mode)
+
+
+def save_group(buf: Any, grp: Any, compression: str | None = None) -> None:
+    """Write ``buf`` (data, bookkeeping, options, generator state) into the h5py group ``grp``
+    (the file's root group for a plain buffer file)."""
     st: EpisodeStorage = buf._storage
-    with h5py.File(os.fspath(path), "w") as f:
-        f.attrs["class"] = type(buf).__name__
-        f.attrs["config"] = json.dumps(buf._constructor_kwargs())
-        f.attrs["rng_state"] = buf.generator.get_state().numpy()
-        cols = f.create_group("columns")
-        for key, col in st.columns.items():
-            cols.create_dataset(".".join(key), data=col.cpu().numpy(), compression=compression)
-        meta = f.create_group("meta")
-        state = st.meta_state()
-        for name in _META:
-            meta.create_dataset(name, data=state[name])
-        meta.attrs["max_size"] = st.max_size
-        meta.attrs["num_rings"] = st.num_rings
+    grp.attrs["class"] = type(buf).__name__
+    grp.attrs["config"] = json.dumps(buf._constructor_kwargs())
+    grp.attrs["rng_state"] = buf.generator.get_state().numpy()
+    cols = grp.create_group("columns")
+    for key, col in st.columns.items():
+        cols.create_dataset(".".join(key), data=col.cpu().numpy(), compression=compression)
+    meta = grp.create_group("meta")
+    state = st.meta_state()
+    for name in _META:
+        meta.create_dataset(name, data=state[name])
+    meta.attrs["max_size"] = st.max_size
+    meta.attrs["num_rings"] = st.num_rings
 
 
-def load_hdf5(cls: Any, path: str | os.PathLike[str], device: str | None = None) -> Any:
-    """Rebuild a buffer of class ``cls`` from a file written by :func:`save_hdf5`."""
-    h5py = _h5py()
-    with h5py.File(os.fspath(path), "r") as f:
-        config = json.loads(f.attrs["config"])
-        if device is not None:
-            config["device"] = device
-        buf = cls(**config)
-        columns = {tuple(name.split(".")): ds[()] for name, ds in f["columns"].items()}
-        meta = {name: f["meta"][name][()] for name in _META}
-        meta["max_size"] = int(f["meta"].attrs["max_size"])
-        meta["num_rings"] = int(f["meta"].attrs["num_rings"])
-        rng_state = np.asarray(f.attrs["rng_state"], dtype=np.uint8)
+def load_group(cls: Any, grp: Any, device: str | None = None) -> Any:
+    """Rebuild a buffer of class ``cls`` from a group written by :func:`save_group`."""
+    config = json.loads(grp.attrs["config"])
+    if device is not None:
+        config["device"] = device
+    buf = cls(**config)
+    columns = {tuple(name.split(".")): ds[()] for name, ds in grp["columns"].items()}
+    meta = {name: grp["meta"][name][()] for name in _META}
+    meta["max_size"] = int(grp["meta"].attrs["max_size"])
+    meta["num_rings"] = int(grp["meta"].attrs["num_rings"])
+    rng_state = np.asarray(grp.attrs["rng_state"], dtype=np.uint8)
     buf._storage.load_columns(columns)
     buf._storage.load_meta_state(meta)
     buf.generator.set_state(torch.from_numpy(rng_state.copy()))
     return buf
 
 
-def save_into_group(buf: Any, parent: Any, name: str, compression: str | None = None) -> None:
-    """Save ``buf`` with its own ``save_hdf5`` as group ``name`` of the open h5py ``parent``.
-
-    The buffer's file (columns, bookkeeping, attrs and any subclass extras such as
-    priorities) is written to a temporary file and copied in; :func:`load_from_group`
-    reverses it. Used by composite buffers (``CachedReplayBuffer``).
-    """
-    h5py = _h5py()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "part.h5")
-        buf.save_hdf5(path, compression)
-        with h5py.File(path, "r") as src:
-            src.copy(src["/"], parent, name=name)
-
-
-def load_from_group(cls: Any, group: Any, device: str | None = None) -> Any:
-    """Rebuild a ``cls`` buffer from a group written by :func:`save_into_group`."""
-    h5py = _h5py()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "part.h5")
-        with h5py.File(path, "w") as dst:
-            for key in group:
-                group.file.copy(group[key], dst, name=key)
-            for key, value in group.attrs.items():
-                dst.attrs[key] = value
-        return cls.load_hdf5(path, device)
-
-
 def save_cached_hdf5(buf: Any, path: str | os.PathLike[str], compression: str | None) -> None:
     """Write a ``CachedReplayBuffer``: groups ``/main`` and ``/cache`` plus attrs ``class``,
     ``config`` (JSON constructor kwargs), ``main_class`` (``module:qualname``), ``rng_state``.
     """
-    h5py = _h5py()
     main = buf.main_buffer
-    with h5py.File(os.fspath(path), "w") as f:
+    with open_hdf5(path, "w") as f:
         f.attrs["class"] = type(buf).__name__
         f.attrs["config"] = json.dumps(buf._constructor_kwargs())
         f.attrs["main_class"] = f"{type(main).__module__}:{type(main).__qualname__}"
         f.attrs["rng_state"] = buf.generator.get_state().numpy()
-        save_into_group(main, f, "main", compression)
-        save_into_group(buf.cache, f, "cache", compression)
+        main.save_group(f.create_group("main"), compression)
+        buf.cache.save_group(f.create_group("cache"), compression)
 
 
 def load_cached_hdf5(
     cls: Any, cache_cls: Any, path: str | os.PathLike[str], device: str | None = None
 ) -> Any:
     """Rebuild a ``cls`` (cached) buffer from a file written by :func:`save_cached_hdf5`."""
-    h5py = _h5py()
-    with h5py.File(os.fspath(path), "r") as f:
+    with open_hdf5(path, "r") as f:
         if "main" not in f or "cache" not in f or "main_class" not in f.attrs:
             raise ValueError(
                 f"{os.fspath(path)}: expected a file written by CachedReplayBuffer.save_hdf5 "
@@ -131,8 +103,8 @@ def load_cached_hdf5(
                 f"groups {sorted(f)}"
             )
         config = json.loads(f.attrs["config"])
-        main = load_from_group(_buffer_class(str(f.attrs["main_class"])), f["main"], device)
-        cache = load_from_group(cache_cls, f["cache"], device)
+        main = _buffer_class(str(f.attrs["main_class"])).load_group(f["main"], device)
+        cache = cache_cls.load_group(f["cache"], device)
         rng_state = np.asarray(f.attrs["rng_state"], dtype=np.uint8)
     buf = cls(main, **config)
     buf.cache._storage.load_state_dict(cache._storage.state_dict())
@@ -141,7 +113,7 @@ def load_cached_hdf5(
     return buf
 
 
-def _buffer_class(spec: str) -> type:
+def _buffer_class(spec: str) -> Any:
     """The class named ``module:qualname``; it must be a tdrl ``ReplayBuffer`` subclass."""
     from tdrl.data.buffer.base import ReplayBuffer  # base imports this module
 

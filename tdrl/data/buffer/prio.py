@@ -361,39 +361,33 @@ class _PrioritizedMixin:
         self._sampler._max_prio = keep
         self.init_weight(super().sample_indices(0))  # type: ignore[misc]
 
-    def save_hdf5(self, path: str | os.PathLike[str], compression: str | None = None) -> None:
-        """Save like ``ReplayBuffer.save_hdf5``, plus the priorities (group ``/prio``)."""
-        super().save_hdf5(path, compression)  # type: ignore[misc]
-        import h5py
-
+    def save_group(self, grp: Any, compression: str | None = None) -> None:
+        """Save like ``ReplayBuffer.save_group``, plus the priorities (subgroup ``prio``)."""
+        super().save_group(grp, compression)  # type: ignore[misc]
         state = self._sampler.state_dict()
-        with h5py.File(os.fspath(path), "a") as f:
-            grp = f.create_group("prio")
-            grp.create_dataset("values", data=state["tree"]["values"], compression=compression)
-            grp.create_dataset("is_set", data=state["tree"]["is_set"], compression=compression)
-            for name in ("alpha", "beta", "eps", "max_prio"):
-                grp.attrs[name] = state[name]
+        prio = grp.create_group("prio")
+        prio.create_dataset("values", data=state["tree"]["values"], compression=compression)
+        prio.create_dataset("is_set", data=state["tree"]["is_set"], compression=compression)
+        for name in ("alpha", "beta", "eps", "max_prio"):
+            prio.attrs[name] = state[name]
 
     @classmethod
-    def load_hdf5(cls, path: str | os.PathLike[str], device: str | None = None) -> Any:
-        """Rebuild a buffer saved by :meth:`save_hdf5`, priorities included."""
-        import h5py
-
-        buf = super().load_hdf5(path, device)  # type: ignore[misc]
+    def load_group(cls, grp: Any, device: str | None = None) -> Any:
+        """Rebuild a buffer saved by :meth:`save_group`, priorities included."""
+        buf = super().load_group(grp, device)  # type: ignore[misc]
         sampler = buf._sampler
-        with h5py.File(os.fspath(path), "r") as f:
-            if "prio" in f:
-                grp = f["prio"]
-                state = {name: grp.attrs[name] for name in ("alpha", "beta", "eps", "max_prio")}
-                state["weight_norm"] = sampler.weight_norm
-                state["tree"] = {
-                    "capacity": sampler.tree.capacity,
-                    "values": grp["values"][()],
-                    "is_set": grp["is_set"][()],
-                }
-                sampler.load_state_dict(state)
-            else:  # a plain buffer's file: every stored transition gets the max priority
-                buf.init_weight(ReplayBuffer.sample_indices(buf, 0))
+        if "prio" in grp:
+            prio = grp["prio"]
+            state = {name: prio.attrs[name] for name in ("alpha", "beta", "eps", "max_prio")}
+            state["weight_norm"] = sampler.weight_norm
+            state["tree"] = {
+                "capacity": sampler.tree.capacity,
+                "values": prio["values"][()],
+                "is_set": prio["is_set"][()],
+            }
+            sampler.load_state_dict(state)
+        else:  # a plain buffer's file: every stored transition gets the max priority
+            buf.init_weight(ReplayBuffer.sample_indices(buf, 0))
         return buf
 
     def _gather(self, idx: np.ndarray) -> Batch:
