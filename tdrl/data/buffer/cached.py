@@ -34,10 +34,11 @@ from tdrl.data.buffer.cached_storage import (
 )
 from tdrl.data.buffer.schema import (
     RESERVED_KEYS,
-    Key,
     check_leaf,
     flatten_batch,
     flatten_full_batch,
+    nest,
+    numpy_dtype,
 )
 from tdrl.data.buffer.storage import DONE
 from tdrl.data.buffer.vector import VectorReplayBuffer
@@ -228,7 +229,8 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
         try:
             for key, col in cst.columns.items():
                 if key != DONE and key in mst.columns:
-                    check_leaf(key, np.empty((0, *col.shape[1:]), _np_dtype(col)), mst.columns[key])
+                    empty = np.empty((0, *col.shape[1:]), numpy_dtype(col.dtype))
+                    check_leaf(key, empty, mst.columns[key])
             main_only = [k for k in mst.columns if k != DONE and k not in cst.columns]
             if main_only:
                 k = len(np.asarray(ids).reshape(-1))
@@ -243,9 +245,7 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
 
     def _move_to_main(self, ring: int) -> np.ndarray:
         cst = self.cache._storage
-        n, c, off = int(cst.lengths[ring]), int(cst.cursor[ring]), int(cst.offsets[ring])
-        local = np.arange(n) if n < cst.ring_size else (c + np.arange(n)) % cst.ring_size
-        src = local + off
+        src = cst.ring_indices(ring)
         leaves = {
             k: (
                 cst.np_columns[k][src]
@@ -392,8 +392,8 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
         """Replace all columns by ``batch`` (leading dimension ``maxsize``, global layout)."""
         leaves = flatten_full_batch(batch, self.maxsize)
         off = self._offset
-        self.main_buffer.set_batch(_nest({k: v[:off] for k, v in leaves.items()}))
-        self.cache.set_batch(_nest({k: v[off:] for k, v in leaves.items()}))
+        self.main_buffer.set_batch(nest({k: v[:off] for k, v in leaves.items()}))
+        self.cache.set_batch(nest({k: v[off:] for k, v in leaves.items()}))
 
     def isnull(self) -> Batch:
         """Per-element NaN mask of ``self[:]``."""
@@ -447,24 +447,10 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
         return persist.load_cached_hdf5(cls, VectorReplayBuffer, path, device)
 
 
-def _np_dtype(col: torch.Tensor) -> np.dtype:
-    return torch.empty(0, dtype=col.dtype).numpy().dtype
-
-
 def _only(batch: Batch, names: set[str]) -> Batch:
     """``batch`` without top-level keys outside ``names`` (e.g. a prioritized ``weight``)."""
     extra = [k for k in batch.keys() if k not in names]  # noqa: SIM118 (TensorDict)
     return batch.exclude(*extra) if extra else batch
-
-
-def _nest(leaves: dict[Key, np.ndarray]) -> dict[str, Any]:
-    root: dict[str, Any] = {}
-    for key, arr in leaves.items():
-        node = root
-        for part in key[:-1]:
-            node = node.setdefault(part, {})
-        node[key[-1]] = arr
-    return root
 
 
 def _zeros_like(t: Any, n: int) -> Any:

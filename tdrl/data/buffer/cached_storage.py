@@ -235,11 +235,7 @@ class CachedStorage(Storage):
         out = u.copy()  # ranks below n_main are main indices (a one-ring main fills 0..n-1)
         in_cache = u >= n_main
         if in_cache.any():
-            cst = self.cache
-            r = u[in_cache] - n_main
-            cum = np.cumsum(cst.lengths)
-            ring = np.searchsorted(cum, r, side="right")
-            out[in_cache] = r - (cum[ring] - cst.lengths[ring]) + cst.offsets[ring] + self.offset
+            out[in_cache] = self.cache.rank_to_index(u[in_cache] - n_main) + self.offset
         return out
 
 

@@ -387,17 +387,19 @@ class EpisodeBook:
         last = self.last_index[self.lengths > 0]
         return last[~self._done_at(last)].astype(np.int64)
 
+    def ring_indices(self, ring: int) -> np.ndarray:
+        """Global indices of the valid rows of ``ring``, oldest first."""
+        s, off = self.ring_size, int(self.offsets[ring])
+        n, c = int(self.lengths[ring]), int(self.cursor[ring])
+        if n < s:
+            return np.arange(off, off + n, dtype=np.int64)
+        return np.concatenate(
+            (np.arange(off + c, off + s, dtype=np.int64), np.arange(off, off + c, dtype=np.int64))
+        )
+
     def valid_indices(self) -> np.ndarray:
         """All valid indices, chronological within each ring, rings in order."""
-        parts = []
-        s = self.ring_size
-        for off, n, c in zip(self.offsets.tolist(), self.lengths.tolist(), self.cursor.tolist()):
-            if n < s:
-                parts.append(np.arange(off, off + n, dtype=np.int64))
-            else:
-                parts.append(np.arange(off + c, off + s, dtype=np.int64))
-                parts.append(np.arange(off, off + c, dtype=np.int64))
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return np.concatenate([self.ring_indices(r) for r in range(self.num_rings)])
 
     def sample_uniform(self, n: int, generator: torch.Generator | None) -> np.ndarray:
         """``n`` indices drawn uniformly with replacement from all valid rows."""
@@ -407,9 +409,13 @@ class EpisodeBook:
         total = int(lens.sum())
         if total == 0:
             raise ValueError("cannot sample from an empty buffer: expected len(buffer) > 0, got 0")
-        u = torch.randint(total, (n,), generator=generator).numpy()
-        if self.num_rings == 1:
+        return self.rank_to_index(torch.randint(total, (n,), generator=generator).numpy())
+
+    def rank_to_index(self, u: np.ndarray) -> np.ndarray:
+        """Map ranks in ``[0, len)`` (valid rows counted ring by ring) to global indices."""
+        if not self._filling or self.num_rings == 1:  # valid rows are a prefix of each ring
             return u
+        lens = self.lengths
         if self._lockstep:
             ring = u // lens[0]
             return u + ring * (self.ring_size - lens[0])

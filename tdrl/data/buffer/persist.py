@@ -196,9 +196,8 @@ def dropnull(st: EpisodeStorage) -> None:
     """Drop NaN-holding rows from every ring and compact the remaining rows in order."""
     new_cols: dict[Key, np.ndarray] = {k: v.cpu().numpy().copy() for k, v in st.columns.items()}
     for ring in range(st.num_rings):
-        n, c, off = int(st.lengths[ring]), int(st.cursor[ring]), int(st.offsets[ring])
-        local = np.arange(n) if n < st.ring_size else (c + np.arange(n)) % st.ring_size
-        idx = local + off
+        off = int(st.offsets[ring])
+        idx = st.ring_indices(ring)
         keep = idx[~nan_rows(st, idx)]
         m = len(keep)
         for key, col in st.columns.items():

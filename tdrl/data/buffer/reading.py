@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from tdrl.data.batch import Batch
-from tdrl.data.buffer.schema import RESERVED_KEYS, Key
+from tdrl.data.buffer.schema import RESERVED_KEYS, Key, nest
 from tdrl.data.buffer.storage import EpisodeStorage
 
 _STACKED_GROUPS = ("obs", "obs_next", "info", "policy")
@@ -79,13 +79,7 @@ class ReadMixin:
     def _take_group(self, entries: list, idx: np.ndarray) -> Any:
         if len(entries) == 1 and not entries[0][0]:
             return self._take(entries[0][1], entries[0][2], idx)
-        root: dict[str, Any] = {}
-        for sub, np_col, col in entries:
-            node = root
-            for part in sub[:-1]:
-                node = node.setdefault(part, {})
-            node[sub[-1]] = self._take(np_col, col, idx)
-        return root
+        return nest({sub: self._take(np_col, col, idx) for sub, np_col, col in entries})
 
     def _group(self, name: str, idx: np.ndarray, stack: int) -> Any:
         entries = self._entries(name)

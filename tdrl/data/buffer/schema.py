@@ -203,12 +203,32 @@ def check_leaf(key: Key, arr: np.ndarray, col: Any) -> None:
         raise ValueError(
             f"{'.'.join(key)}: expected per-transition shape {tail}, got {tuple(arr.shape[1:])}"
         )
-    cdt = col.dtype if isinstance(col, np.ndarray) else _np_dtype(col.dtype)
+    cdt = col.dtype if isinstance(col, np.ndarray) else numpy_dtype(col.dtype)
     if arr.dtype != cdt:
         ok = np.can_cast(arr.dtype, cdt, "same_kind" if key == ("rew",) else "safe")
         if not ok:
             raise ValueError(f"{'.'.join(key)}: expected dtype {cdt}, got {arr.dtype}")
 
 
-def _np_dtype(dtype: torch.dtype) -> np.dtype:
+def numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The numpy dtype of torch ``dtype``.
+
+    >>> numpy_dtype(torch.float32)
+    dtype('float32')
+    """
     return torch.empty(0, dtype=dtype).numpy().dtype
+
+
+def nest(leaves: Mapping[Key, Any]) -> dict[str, Any]:
+    """Inverse of flattening: ``{("obs", "id"): x}`` -> ``{"obs": {"id": x}}``.
+
+    >>> nest({("obs", "id"): 1, ("rew",): 2})
+    {'obs': {'id': 1}, 'rew': 2}
+    """
+    root: dict[str, Any] = {}
+    for key, value in leaves.items():
+        node = root
+        for part in key[:-1]:
+            node = node.setdefault(part, {})
+        node[key[-1]] = value
+    return root

@@ -30,7 +30,7 @@ from torchrl.data.replay_buffers.storages import Storage, TensorStorage
 
 from tdrl.data.batch import Batch
 from tdrl.data.buffer.episodes import DONE, EpisodeBook
-from tdrl.data.buffer.schema import Key, check_leaf, flatten_td
+from tdrl.data.buffer.schema import Key, check_leaf, flatten_td, nest
 
 
 def _torch_dtype(dtype: np.dtype) -> torch.dtype:
@@ -155,13 +155,9 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
     def td(self) -> TensorDictBase:
         """A ``Batch`` view (no copy) of all columns, batch size ``[max_size]``."""
         if self._td is None:
-            root: dict[str, Any] = {}
-            for key, col in self.columns.items():
-                node = root
-                for part in key[:-1]:
-                    node = node.setdefault(part, {})
-                node[key[-1]] = col
-            self._td = Batch._new_unsafe(source=root, batch_size=torch.Size([self.max_size]))
+            self._td = Batch._new_unsafe(
+                source=nest(self.columns), batch_size=torch.Size([self.max_size])
+            )
         return self._td
 
     def group_keys(self, name: str) -> list[Key]:
