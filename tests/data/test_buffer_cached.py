@@ -12,6 +12,7 @@ from tdrl.data.buffer.base import ReplayBuffer
 from tdrl.data.buffer.cached import CachedReplayBuffer
 from tdrl.data.buffer.prio import PrioritizedReplayBuffer
 from tdrl.data.buffer.vector import VectorReplayBuffer
+from tests.data.random_steps import random_subset_steps
 
 
 def _batch(obs, terminated, truncated=None):
@@ -164,24 +165,6 @@ def test_matches_tianshou_cached_buffer():
     assert sorted(ours.unfinished_index()) == sorted(theirs.unfinished_index())
 
 
-def _random_subset_steps(seed, steps, envs=3):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(steps):
-        k = int(rng.integers(1, envs + 1))
-        ids = np.sort(rng.choice(envs, size=k, replace=False))
-        batch = {
-            "obs": rng.standard_normal((k, 2)),
-            "act": rng.integers(0, 3, k),
-            "rew": np.round(rng.standard_normal(k), 3),
-            "terminated": rng.random(k) < 0.15,
-            "truncated": rng.random(k) < 0.05,
-            "obs_next": rng.standard_normal((k, 2)),
-        }
-        out.append((ids, batch))
-    return out
-
-
 def _compare_with_tianshou(ours, theirs):
     idx = theirs.sample_indices(0)
     assert ours.sample_indices(0).tolist() == idx.tolist()
@@ -221,7 +204,9 @@ def test_matches_tianshou_with_options_and_after_round_trips(opts, seed, tmp_pat
     ts = pytest.importorskip("tianshou.data")
     ours = CachedReplayBuffer(ReplayBuffer(25, **opts), 3, 6)
     theirs = ts.CachedReplayBuffer(ts.ReplayBuffer(25, **opts), 3, 6)
-    steps = _random_subset_steps(seed, 80)
+    steps = random_subset_steps(
+        np.random.default_rng(seed), 3, 80, obs_dim=2, n_act=3, p_truncated=0.05
+    )
     for i, (ids, batch) in enumerate(steps):
         if i == 40:  # continue on round-tripped copies of ours
             ours = pickle.loads(pickle.dumps(ours))

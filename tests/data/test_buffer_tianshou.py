@@ -14,23 +14,7 @@ from tianshou.data import ReplayBuffer as TsReplayBuffer  # noqa: E402
 from tianshou.data import VectorReplayBuffer as TsVectorReplayBuffer  # noqa: E402
 
 from tdrl.data.buffer import ReplayBuffer, VectorReplayBuffer  # noqa: E402
-
-
-def _random_steps(rng: np.random.Generator, n_env: int, steps: int) -> list[tuple]:
-    out = []
-    for _ in range(steps):
-        k = int(rng.integers(1, n_env + 1))
-        ids = np.sort(rng.choice(n_env, size=k, replace=False))
-        batch = {
-            "obs": rng.standard_normal((k, 3)),
-            "act": rng.integers(0, 5, k),
-            "rew": np.round(rng.standard_normal(k), 3),
-            "terminated": rng.random(k) < 0.15,
-            "truncated": rng.random(k) < 0.1,
-            "obs_next": rng.standard_normal((k, 3)),
-        }
-        out.append((ids, batch))
-    return out
+from tests.data.random_steps import random_subset_steps  # noqa: E402
 
 
 def _compare(mine, peer) -> None:  # type: ignore[no-untyped-def]
@@ -51,7 +35,7 @@ def test_vector_buffer_matches_tianshou(seed: int, total: int, n_env: int) -> No
     rng = np.random.default_rng(seed)
     mine, peer = VectorReplayBuffer(total, n_env), TsVectorReplayBuffer(total, n_env)
     assert mine.maxsize == peer.maxsize
-    for ids, batch in _random_steps(rng, n_env, 40):
+    for ids, batch in random_subset_steps(rng, n_env, 40):
         got = mine.add(batch, buffer_ids=ids)
         want = peer.add(TsBatch(**batch), buffer_ids=ids)
         for g, w in zip(got, want, strict=True):
