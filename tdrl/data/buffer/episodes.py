@@ -215,7 +215,8 @@ class EpisodeBook:
             self.lengths.fill(n + 1)
             self._prv_t[0] = ptr if n == c else self.offsets + n
             self._filling = n + 1 < s
-        # episode statistics (``_episode_stats`` for every ring, inlined)
+        # episode statistics: ``_episode_stats(None, ...)`` inlined (the call and its
+        # generality cost ~0.5 us of this ~7 us hot path, measured)
         ret = self.ep_return
         if ret.shape != rew.shape:
             self._prepare_ep_return(rew)

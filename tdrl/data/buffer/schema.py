@@ -184,11 +184,6 @@ def flatten_full_batch(batch: Any, maxsize: int) -> dict[Key, np.ndarray]:
     return leaves
 
 
-def top_keys(leaves: dict[Key, np.ndarray]) -> set[str]:
-    """First components of the leaf keys."""
-    return {k[0] for k in leaves}
-
-
 def check_leaf(key: Key, arr: np.ndarray, col: Any) -> None:
     """Raise if ``arr`` (rows) cannot be written into column ``col``.
 
