@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -42,6 +43,17 @@ def test_fake_pool_contract() -> None:
     assert term.tolist() == [True] and rew.tolist() == [1.0] and info[0]["lives"] == 1
     with pytest.raises(NotImplementedError, match="seeded at creation"):
         venv.seed(0)
+
+
+def test_envpool_gymnasium_vector_env_is_detected_before_the_gymnasium_path() -> None:
+    """EnvPool 1.x classes live in module "abc" and subclass gymnasium's VectorEnv (with
+    NEXT_STEP autoreset, which the gymnasium adapter rejects); an envpool base in the MRO
+    must route them to the EnvPool adapter."""
+    mixin = type("GymnasiumEnvPoolMixin", (), {"__module__": "envpool.python.gymnasium_envpool"})
+    pool_cls = type("CartPoleGymnasiumEnvPool", (FakePool, mixin, gym.vector.VectorEnv), {})
+    pool_cls.__module__ = "abc"
+    venv = make_vector_env(pool_cls())
+    assert isinstance(venv, EnvPoolVectorEnv) and len(venv) == 3
 
 
 def test_real_envpool() -> None:
