@@ -388,19 +388,25 @@ class EpisodeBook:
         last = self.last_index[self.lengths > 0]
         return last[~self._done_at(last)].astype(np.int64)
 
+    def _ring_runs(self, off: int, n: int, c: int) -> list[np.ndarray]:
+        """The valid rows of the ring at offset ``off`` (length ``n``, cursor ``c``) as
+        one or two ascending runs of global indices, oldest first."""
+        if n < self.ring_size:
+            return [np.arange(off, off + n, dtype=np.int64)]
+        return [
+            np.arange(off + c, off + self.ring_size, dtype=np.int64),
+            np.arange(off, off + c, dtype=np.int64),
+        ]
+
     def ring_indices(self, ring: int) -> np.ndarray:
         """Global indices of the valid rows of ``ring``, oldest first."""
-        s, off = self.ring_size, int(self.offsets[ring])
-        n, c = int(self.lengths[ring]), int(self.cursor[ring])
-        if n < s:
-            return np.arange(off, off + n, dtype=np.int64)
-        return np.concatenate(
-            (np.arange(off + c, off + s, dtype=np.int64), np.arange(off, off + c, dtype=np.int64))
-        )
+        off, n, c = int(self.offsets[ring]), int(self.lengths[ring]), int(self.cursor[ring])
+        return np.concatenate(self._ring_runs(off, n, c))
 
     def valid_indices(self) -> np.ndarray:
         """All valid indices, chronological within each ring, rings in order."""
-        return np.concatenate([self.ring_indices(r) for r in range(self.num_rings)])
+        layout = zip(self.offsets.tolist(), self.lengths.tolist(), self.cursor.tolist())
+        return np.concatenate([run for ring in layout for run in self._ring_runs(*ring)])
 
     def sample_uniform(self, n: int, generator: torch.Generator | None) -> np.ndarray:
         """``n`` indices drawn uniformly with replacement from all valid rows."""
