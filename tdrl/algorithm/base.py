@@ -18,16 +18,19 @@ Optimizers (with gradient clipping and learning-rate schedulers) are created fro
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Literal
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.optim.optimizer as _optim_mod
-from tensordict import TensorDictBase
+from tensordict import NestedKey, TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
+from torchrl.envs.utils import ExplorationType, exploration_type
 from torchrl.objectives import LossModule
 
 from tdrl.algorithm.returns import compute_nstep_return
@@ -39,6 +42,7 @@ __all__ = [
     "Algorithm",
     "OptimizerFactory",
     "Policy",
+    "call_model",
     "make_batch",
     "within_training_step",
 ]
@@ -90,6 +94,45 @@ def _to_numpy(act: Any) -> np.ndarray:
     return np.asarray(act)
 
 
+_STATEFUL: dict[type, bool] = {}
+
+
+def _takes_state(model: nn.Module) -> bool:
+    """Whether ``model.forward`` accepts ``state`` (Tianshou's recurrent signature)."""
+    cls = type(model)
+    if cls not in _STATEFUL:
+        try:
+            params = inspect.signature(model.forward).parameters
+        except (TypeError, ValueError):  # builtins without a signature
+            params = {}  # type: ignore[assignment]
+        _STATEFUL[cls] = "state" in params
+    return _STATEFUL[cls]
+
+
+def call_model(model: nn.Module, obs: Any, state: Any = None, info: Any = None) -> tuple[Any, Any]:
+    """Run ``model`` on ``obs``; return ``(output, new hidden state)``.
+
+    Models with Tianshou's signature ``forward(obs, state=None, info=None)`` receive the
+    hidden state and the env ``info`` and may return ``(output, state)``; plain models are
+    called as ``model(obs)``. A returned ``(output, state)`` pair is split either way.
+
+    >>> out, st = call_model(torch.nn.Linear(2, 3), torch.zeros(1, 2))
+    >>> out.shape, st
+    (torch.Size([1, 3]), None)
+    """
+    if _takes_state(model):
+        out = model(obs, state=state, info=info) if info is not None else model(obs, state=state)
+        if isinstance(out, tuple) and len(out) == 2:
+            return out[0], out[1]
+        return out, None
+    out = model(obs)
+    # a plain ``(loc, scale)`` pair stays whole; ``(output, None)`` and
+    # ``((loc, scale), state)`` are Tianshou-style ``(output, state)`` pairs
+    if isinstance(out, tuple) and len(out) == 2 and (isinstance(out[0], tuple) or out[1] is None):
+        return out[0], out[1]
+    return out, None
+
+
 class Policy(TensorDictModuleBase):
     """Base class of all policies: observations in, actions out.
 
@@ -137,6 +180,8 @@ class Policy(TensorDictModuleBase):
         super().__init__()
         self.in_keys = ["obs"]
         self.out_keys = ["act"]
+        self.log_prob_key: NestedKey = "action_log_prob"
+        self._forced_mode: bool | None = None
         self.action_space = action_space
         self.observation_space = observation_space
         self.action_scaling = action_scaling
@@ -152,6 +197,7 @@ class Policy(TensorDictModuleBase):
             scale = high - low
             eps = float(np.finfo(np.float32).eps)
             self._inv_scale = 2.0 / np.where(scale < eps, scale + eps, scale)
+            self._act_dtype = np.dtype(box.dtype)
 
     @property
     def action_type(self) -> Literal["discrete", "continuous"]:
@@ -160,8 +206,29 @@ class Policy(TensorDictModuleBase):
 
     @property
     def deterministic(self) -> bool:
-        """Whether to act deterministically now (``deterministic_eval`` outside training)."""
+        """Whether to act deterministically now.
+
+        Inside a TorchRL call this follows ``torchrl.envs.utils.set_exploration_type``
+        (``RANDOM`` samples; ``DETERMINISTIC``, ``MODE`` and ``MEAN`` act greedily); in
+        tdrl's own loop it is ``deterministic_eval`` outside a training step.
+        """
+        if self._forced_mode is not None:
+            return self._forced_mode
         return self.deterministic_eval and not self.is_within_training_step
+
+    def set_keys(
+        self, observation: NestedKey | None = None, action: NestedKey | None = None
+    ) -> Policy:
+        """Read observations from ``observation`` and write actions to ``action``.
+
+        Defaults are Tianshou's ``obs`` / ``act``; TorchRL's envs use ``observation`` /
+        ``action``. Returns the policy.
+        """
+        if observation is not None:
+            self.in_keys = [observation]
+        if action is not None:
+            self.out_keys = [action]
+        return self
 
     def forward(self, batch: TensorDictBase, state: Any = None, **kwargs: Any) -> Batch:
         """Compute the action for ``batch["obs"]``; return a Batch with ``act``."""
@@ -169,11 +236,53 @@ class Policy(TensorDictModuleBase):
 
     def __call__(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
         """Tianshou style for a :class:`Batch` input (a new Batch comes back); TorchRL style
-        for any other TensorDict (the outputs are written into it and it is returned)."""
-        out = super().__call__(batch, *args, **kwargs)
+        for any other TensorDict (see :meth:`act_torchrl`)."""
         if isinstance(batch, TensorDictBase) and not isinstance(batch, Batch):
-            return batch.update(out)
-        return out
+            return self.act_torchrl(batch)
+        return super().__call__(batch, *args, **kwargs)
+
+    def act_torchrl(self, td: TensorDictBase) -> TensorDictBase:
+        """Act on a TorchRL TensorDict in place: read ``in_keys[0]``, write ``out_keys[0]``.
+
+        The action is written in the environment's range (:meth:`map_action_torch`), as a
+        TorchRL env expects it. Sampling follows TorchRL's exploration type (``RANDOM``
+        samples, ``DETERMINISTIC``/``MODE``/``MEAN`` act greedily; unset: as in tdrl's own
+        loop); a sampled action's log-probability goes under ``log_prob_key``
+        (``action_log_prob``). Any batch shape works, including the unbatched ``[]`` of a
+        single TorchRL env.
+        """
+        obs = td.get(self.in_keys[0])
+        lead = td.batch_size
+        flat = _flatten_lead(obs, len(lead))
+        n = flat.batch_size[0] if isinstance(flat, TensorDictBase) else flat.shape[0]
+        mode = exploration_type()
+        if mode is not None:
+            self._forced_mode = mode != ExplorationType.RANDOM
+        try:
+            out = self.forward(make_batch({"obs": flat}, n))
+        finally:
+            self._forced_mode = None
+        act = out["act"]
+        td.set(self.out_keys[0], self.map_action_torch(act).reshape(*lead, *act.shape[1:]))
+        for key, value in out.items():
+            if key not in ("act", "state", "log_prob") and isinstance(value, torch.Tensor):
+                td.set(key, value.reshape(*lead, *value.shape[1:]))
+        sampled = mode is None or mode == ExplorationType.RANDOM
+        log_prob = self.log_prob_of(out, act) if sampled else None
+        if log_prob is not None:
+            td.set(self.log_prob_key, log_prob.reshape(*lead))
+        return td
+
+    def log_prob_of(self, out: Batch, act: torch.Tensor) -> torch.Tensor | None:
+        """Log-probability ``[B]`` of the sampled ``act`` in :meth:`forward`'s result ``out``
+        (``None`` for a deterministic policy)."""
+        if "log_prob" in out:
+            return out["log_prob"]
+        dist = getattr(out, "dist", None)
+        if dist is None:
+            return None
+        lp = dist.log_prob(act)
+        return lp.reshape(lp.shape[0], -1).sum(-1) if lp.dim() > 1 else lp
 
     def map_action(self, act: torch.Tensor | np.ndarray) -> np.ndarray:
         """Map a raw action (as stored in the buffer) to the environment's action range.
@@ -201,7 +310,44 @@ class Policy(TensorDictModuleBase):
                     f"got range [{a.min()}, {a.max()}]"
                 )
             a = self._low + (self._high - self._low) * (a + 1.0) / 2.0
-        return a
+        return a.astype(self._act_dtype, copy=False)
+
+    def map_action_torch(self, act: torch.Tensor) -> torch.Tensor:
+        """:meth:`map_action` on a tensor, staying in torch (for TorchRL envs).
+
+        >>> from gymnasium.spaces import Box
+        >>> from tdrl.algorithm.modelfree.sac import SACPolicy
+        >>> p = SACPolicy(actor=torch.nn.Linear(1, 2), action_space=Box(-2.0, 2.0, (1,)))
+        >>> p.map_action_torch(torch.tensor([[-1.0], [0.5]])).ravel().tolist()
+        [-2.0, 1.0]
+        """
+        if self._action_type != "continuous":
+            return act
+        if self.action_bound_method == "clip":
+            act = act.clamp(-1.0, 1.0)
+        elif self.action_bound_method == "tanh":
+            act = torch.tanh(act)
+        if self.action_scaling:
+            low, high = self._bounds_like(act)
+            act = low + (high - low) * (act + 1.0) / 2.0
+        return act
+
+    def map_action_inverse_torch(self, act: torch.Tensor) -> torch.Tensor:
+        """:meth:`map_action_inverse` on a tensor: an env action back to a raw action."""
+        if self._action_type != "continuous":
+            return act
+        if self.action_scaling:
+            low, high = self._bounds_like(act)
+            act = (act - low) * (2.0 / (high - low).clamp_min(float(np.finfo(np.float32).eps)))
+            act = act - 1.0
+        if self.action_bound_method == "tanh":
+            act = torch.atanh(act)
+        return act
+
+    def _bounds_like(self, act: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        low = torch.as_tensor(self._low, dtype=act.dtype, device=act.device)
+        high = torch.as_tensor(self._high, dtype=act.dtype, device=act.device)
+        return low, high
 
     def map_action_inverse(self, act: torch.Tensor | np.ndarray) -> np.ndarray:
         """Inverse of :meth:`map_action`: an environment action back to a raw action.
@@ -219,7 +365,7 @@ class Policy(TensorDictModuleBase):
             a = (a - self._low) * self._inv_scale - 1.0
         if self.action_bound_method == "tanh":
             a = (np.log(1.0 + a) - np.log(1.0 - a)) / 2.0
-        return a
+        return a.astype(self._act_dtype, copy=False)
 
     def exploration_noise(self, act: Any, batch: TensorDictBase) -> Any:
         """Add exploration noise to ``act`` (as returned by :meth:`forward`); default: none."""
@@ -251,6 +397,15 @@ class Policy(TensorDictModuleBase):
         if isinstance(self.action_space, gym.spaces.Discrete):
             return int(a)
         return a
+
+
+def _flatten_lead(x: Any, n_lead: int) -> Any:
+    """Collapse ``n_lead`` leading batch dims of a tensor (or TensorDict) into one."""
+    if n_lead == 1:
+        return x
+    if isinstance(x, TensorDictBase):
+        return x.reshape(-1) if n_lead > 1 else x.unsqueeze(0)
+    return x.reshape(-1, *x.shape[n_lead:]) if n_lead > 1 else x.unsqueeze(0)
 
 
 class OptimizerFactory:
@@ -449,12 +604,35 @@ class GradStep:
         torch._foreach_mul_(grads, coef)
 
 
+@dataclass
+class Stage:
+    """One optimizer phase of an update: ``losses(td)`` and the optimizers it drives.
+
+    ``losses`` returns a dict of ``loss_*`` terms (and detached statistics); each entry of
+    ``steps`` is ``(loss keys, GradStep)``: the sum of those terms is backpropagated into
+    that optimizer's parameters and stepped, in order. Stages run one after another, so a
+    later stage sees the parameters an earlier one just updated (SAC's actor after its
+    critic step).
+    """
+
+    losses: Callable[[TensorDictBase], dict[str, torch.Tensor]]
+    steps: list[tuple[tuple[str, ...], GradStep]]
+
+
 class Algorithm(LossModule):
     """Base class of all algorithms: a TorchRL ``LossModule`` that owns its optimizers.
 
-    Subclasses implement :meth:`forward` (``batch -> TensorDict`` of ``loss_*``) and
-    :meth:`_update_with_batch`, and may override :meth:`preprocess`. ``on_policy``
-    selects how :meth:`update` draws data from the buffer.
+    The loss math lives in the *stages* (:class:`Stage`) that a subclass registers with
+    :meth:`_add_stage`; each stage's ``losses(td)`` returns ``loss_*`` terms.
+    :meth:`forward` returns every stage's terms at the current parameters (TorchRL style:
+    their sum is the objective and each term reaches only the parameters it trains), and
+    :meth:`update` runs sample -> :meth:`preprocess` -> each stage with its optimizer
+    step(s) -> target update -> :meth:`postprocess`. ``on_policy`` selects how
+    :meth:`update` draws data from the buffer.
+
+    Keys default to Tianshou's (``obs``, ``act``, ``rew``, ``terminated``, ``obs_next``);
+    :meth:`set_keys` points the loss and its policy at TorchRL's layout
+    (``observation``, ``action`` and reward/done/terminated under ``"next"``).
 
     :param policy: the acting policy.
     """
@@ -462,13 +640,191 @@ class Algorithm(LossModule):
     on_policy: bool = False
     policy: Policy
 
+    @dataclass
+    class _AcceptedKeys:
+        """Configurable keys (``set_keys``); Tianshou's names by default.
+
+        observation: the observation key (the next one is ``obs_next`` for Tianshou's
+            layout, ``("next", observation)`` otherwise).
+        action: the action key.
+        reward, done, terminated: looked up under ``"next"`` in TorchRL's layout (their
+            TorchRL names ``reward``, ``done``, ``terminated`` are the defaults there).
+        sample_log_prob: where the policy writes the log-probability of a sampled action.
+        priority: where the loss writes ``|td_error|`` for a prioritized TorchRL buffer.
+        """
+
+        observation: NestedKey = "obs"
+        action: NestedKey = "act"
+        reward: NestedKey = "rew"
+        done: NestedKey = "done"
+        terminated: NestedKey = "terminated"
+        sample_log_prob: NestedKey = "action_log_prob"
+        priority: NestedKey = "td_error"
+
+    _TIANSHOU_TO_TORCHRL: ClassVar[dict[str, str]] = {
+        "rew": "reward",
+        "done": "done",
+        "terminated": "terminated",
+    }
+
     def __init__(self, policy: Policy) -> None:
         super().__init__()
         self.policy = policy
         self.lr_schedulers: list[Any] = []
         self._grad_steps: list[GradStep] = []
         self._updaters: list[Any] = []
+        self._updaters_first: list[Any] = []  # stepped before the stages (DQN's hard sync)
+        self._stages: list[Stage] = []
+        self._targets: dict[str, nn.Module] = {}
+        self._in_update = False  # inside update(): optimizers isolate their own params
         self.n_updates = 0
+
+    # -- keys ---------------------------------------------------------------------------
+    def set_keys(self, **kwargs: Any) -> None:
+        """Set tensordict keys (TorchRL's ``LossModule.set_keys``); the policy follows.
+
+        >>> from gymnasium.spaces import Discrete
+        >>> from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
+        >>> alg = DQN(policy=DQNPolicy(model=torch.nn.Linear(4, 2), action_space=Discrete(2)))
+        >>> alg.set_keys(observation="observation", action="action")
+        >>> alg.policy.in_keys, alg.policy.out_keys, alg.reward_key
+        (['observation'], ['action'], ('next', 'reward'))
+        """
+        super().set_keys(**kwargs)
+        self.policy.set_keys(self.tensor_keys.observation, self.tensor_keys.action)
+        self.policy.log_prob_key = self.tensor_keys.sample_log_prob
+
+    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
+        pass
+
+    @property
+    def torchrl_layout(self) -> bool:
+        """Whether the keys point at TorchRL's layout (observation key other than ``obs``)."""
+        return self.tensor_keys.observation != "obs"
+
+    def _next_key(self, name: str) -> NestedKey:
+        key = getattr(self.tensor_keys, name)
+        if not self.torchrl_layout:
+            return key
+        key = self._TIANSHOU_TO_TORCHRL.get(key, key) if isinstance(key, str) else key
+        return ("next", *key) if isinstance(key, tuple) else ("next", key)
+
+    @property
+    def next_obs_key(self) -> NestedKey:
+        """``obs_next`` (Tianshou) or ``("next", observation)`` (TorchRL)."""
+        if not self.torchrl_layout:
+            return "obs_next"
+        obs = self.tensor_keys.observation
+        return ("next", *obs) if isinstance(obs, tuple) else ("next", obs)
+
+    @property
+    def reward_key(self) -> NestedKey:
+        """``rew`` (Tianshou) or ``("next", reward)`` (TorchRL)."""
+        return self._next_key("reward")
+
+    @property
+    def terminated_key(self) -> NestedKey:
+        """``terminated`` (Tianshou) or ``("next", terminated)`` (TorchRL)."""
+        return self._next_key("terminated")
+
+    def _get(self, td: TensorDictBase, key: NestedKey, name: str) -> torch.Tensor:
+        """``td[key]``; a missing key raises naming the key and the keys present."""
+        try:
+            return td.get(key)
+        except KeyError:
+            present = sorted(str(k) for k in td.keys(True, True))
+            raise KeyError(
+                f"{type(self).__name__}: the {name} key {key!r} is missing; the batch has "
+                f"{present}. Use set_keys(...) to point the loss at your layout."
+            ) from None
+
+    def obs_of(self, td: TensorDictBase) -> Any:
+        """The observation of a batch under the configured key."""
+        return self._get(td, self.tensor_keys.observation, "observation")
+
+    def act_of(self, td: TensorDictBase) -> torch.Tensor:
+        """The stored raw action: in TorchRL's layout the env action is mapped back with
+        :meth:`Policy.map_action_inverse_torch` (the policy wrote it in the env's range)."""
+        act = self._get(td, self.tensor_keys.action, "action")
+        return self.policy.map_action_inverse_torch(act) if self.torchrl_layout else act
+
+    def transition_of(self, td: TensorDictBase) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """``(next obs, reward [B], terminated [B] as float)`` under the configured keys."""
+        obs_next = self._get(td, self.next_obs_key, "next observation")
+        rew = self._get(td, self.reward_key, "reward").reshape(-1)
+        term = self._get(td, self.terminated_key, "terminated").reshape(-1)
+        return obs_next, rew, term.to(rew.dtype if rew.is_floating_point() else torch.float32)
+
+    @staticmethod
+    def weights(td: TensorDictBase) -> torch.Tensor | None:
+        """Prioritized-replay importance weights ``[B]`` (tdrl's ``weight`` or TorchRL's
+        ``priority_weight``), or ``None``."""
+        for key in ("weight", "priority_weight"):
+            if key in td:
+                return td.get(key).reshape(-1)
+        return None
+
+    # -- loss composition ---------------------------------------------------------------
+    def _add_stage(
+        self,
+        losses: Callable[[TensorDictBase], dict[str, torch.Tensor]],
+        *steps: tuple[str | tuple[str, ...], GradStep],
+    ) -> None:
+        """Register a loss stage and the optimizer step(s) it drives (see :class:`Stage`)."""
+        norm = [((k,) if isinstance(k, str) else tuple(k), gs) for k, gs in steps]
+        self._stages.append(Stage(losses, norm))
+
+    def prepare(self, td: TensorDictBase) -> TensorDictBase:
+        """Add what the loss needs but a plain TorchRL sample lacks (targets, ...).
+
+        tdrl's own path fills these in :meth:`preprocess` from the buffer (n-step returns,
+        GAE); a TorchRL batch gets one-step targets here. Default: nothing.
+        """
+        return td
+
+    def forward(self, td: TensorDictBase) -> TensorDict:
+        """All ``loss_*`` terms (and statistics) at the current parameters.
+
+        The sum of the ``loss_*`` entries is the objective; each term reaches only the
+        parameters it trains, so ``torch.optim.Adam(loss.parameters())`` trains it.
+        """
+        td = self.prepare(td)
+        out: dict[str, torch.Tensor] = {}
+        for stage in self._stages:
+            out.update(stage.losses(td))
+        self._write_priority(td)
+        return TensorDict(out, [])
+
+    def _write_priority(self, td: TensorDictBase) -> None:
+        """Copy ``td_error`` to the priority key (for TorchRL's prioritized buffers)."""
+        key = self.tensor_keys.priority
+        if key != "td_error" and "td_error" in td:
+            td.set(key, td.get("td_error").abs())
+
+    def _run_stages(self, td: TensorDictBase) -> list[tuple[str, torch.Tensor]]:
+        """One gradient step per optimizer over the stages; returns detached terms."""
+        logged: list[tuple[str, torch.Tensor]] = []
+        for stage in self._stages:
+            terms = stage.losses(td)
+            for keys, gs in stage.steps:
+                total = terms[keys[0]]
+                for k in keys[1:]:
+                    total = total + terms[k]
+                gs.step(total)
+            logged.extend((k, v.detach()) for k, v in terms.items())
+        return logged
+
+    def _update_with_batch(
+        self, batch: Batch, batch_size: int | None, repeat: int
+    ) -> dict[str, float]:
+        """One pass of the stages on ``batch`` between the target updates."""
+        for upd in self._updaters_first:
+            upd.step()
+        logged = self._run_stages(batch)
+        for upd in self._updaters:
+            if upd not in self._updaters_first:
+                upd.step()
+        return _floats(logged)
 
     # -- optimizers ---------------------------------------------------------------------
     def _create_optimizer(
@@ -487,6 +843,36 @@ class Algorithm(LossModule):
         return gs
 
     # -- target networks ----------------------------------------------------------------
+    def sync_target(self) -> None:
+        """Hard-copy every online network's weights into its target network.
+
+        >>> from gymnasium.spaces import Discrete
+        >>> from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
+        >>> p = DQNPolicy(model=torch.nn.Linear(2, 2), action_space=Discrete(2))
+        >>> alg = DQN(policy=p, target_update_freq=10)
+        >>> with torch.no_grad():
+        ...     _ = p.model.weight.add_(1.0)
+        >>> alg.sync_target()
+        >>> bool((alg.model_old.weight == p.model.weight).all())
+        True
+        """
+        with torch.no_grad():
+            for name in self._targets:
+                src = getattr(self, f"{name}_params")
+                getattr(self, f"target_{name}_params").update_(src.detach())
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:  # type: ignore[override]
+        """``.to()``/``.double()``/...: then re-point target modules and updaters at the
+        moved target tensors (casting replaces them)."""
+        out = super()._apply(fn, recurse)
+        for name, module in self.__dict__.get("_targets", {}).items():
+            getattr(self, f"target_{name}_params").to_module(module)
+        for upd in self.__dict__.get("_updaters", []):
+            refresh = getattr(upd, "refresh", None)
+            if refresh is not None:
+                refresh()
+        return out
+
     def _add_target(self, module: nn.Module, name: str) -> nn.Module:
         """Register ``module`` under ``name`` with target parameters; return the target net.
 
@@ -498,16 +884,22 @@ class Algorithm(LossModule):
         before building the algorithm: ``.to()`` afterwards breaks the sharing.
         """
         self.convert_to_functional(module, name, create_target_params=True)
-        return make_target_module(module, getattr(self, f"target_{name}_params"))
+        target = make_target_module(module, getattr(self, f"target_{name}_params"))
+        self._targets[name] = target
+        return target
 
     def _soft_updater(self, tau: float) -> FastSoftUpdate:
         upd = FastSoftUpdate(self, tau=tau)
         self._updaters.append(upd)
         return upd
 
-    def _hard_updater(self, every: int) -> FastHardUpdate:
+    def _hard_updater(self, every: int, first: bool = True) -> FastHardUpdate:
+        """A hard updater copying every ``every`` gradient steps, stepped before the
+        stages (``first``) or after them."""
         upd = FastHardUpdate(self, value_network_update_interval=every - 1)
         self._updaters.append(upd)
+        if first:
+            self._updaters_first.append(upd)
         return upd
 
     # -- data flow ----------------------------------------------------------------------
@@ -543,11 +935,6 @@ class Algorithm(LossModule):
         if hasattr(buffer, "update_weight") and "td_error" in batch:
             buffer.update_weight(indices, batch["td_error"].detach().abs())
 
-    def _update_with_batch(
-        self, batch: Batch, batch_size: int | None, repeat: int
-    ) -> dict[str, float]:
-        raise NotImplementedError
-
     def update(self, buffer: Any, batch_size: int | None, repeat: int = 1) -> dict[str, float]:
         """Run one update: sample, preprocess, gradient step(s), postprocess.
 
@@ -559,7 +946,12 @@ class Algorithm(LossModule):
         if buffer is None or len(buffer) == 0:
             return {}
         stats: dict[str, float] = {}
-        with within_training_step(self.policy), _train_mode(self, self.policy):
+        self._in_update = True
+        with (
+            within_training_step(self.policy),
+            _train_mode(self, self.policy),
+            _reset_flag(self, "_in_update"),
+        ):
             if self.on_policy:
                 indices = buffer.sample_indices(0)
                 batch = self.preprocess(self._on_device(buffer[indices]), buffer, indices)
@@ -619,6 +1011,26 @@ class Algorithm(LossModule):
 
     def _load_counters(self, c: Mapping[str, Any]) -> None:
         self.n_updates = int(c.get("n_updates", 0))
+
+
+def _floats(logged: Sequence[tuple[str, torch.Tensor]]) -> dict[str, float]:
+    """Detached scalar terms to floats with one host transfer; adds their ``loss`` sum."""
+    if not logged:
+        return {}
+    keys = [k for k, _ in logged]
+    vals = torch.stack([v.reshape(()).float() for _, v in logged]).tolist()
+    out = dict(zip(keys, vals))
+    out["loss"] = sum(v for k, v in out.items() if k.startswith("loss_"))
+    return out
+
+
+@contextlib.contextmanager
+def _reset_flag(obj: Any, name: str) -> Iterator[None]:
+    """Set ``obj.name = False`` when the block ends."""
+    try:
+        yield
+    finally:
+        setattr(obj, name, False)
 
 
 @contextlib.contextmanager

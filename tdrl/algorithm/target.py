@@ -61,6 +61,10 @@ class FastSoftUpdate(SoftUpdate):
         self._src, self._tgt = _pairs(self)
         self.tau = tau
 
+    def refresh(self) -> None:
+        """Re-read the source and target tensors (after the loss was moved or cast)."""
+        self._src, self._tgt = _pairs(self)
+
     @torch.no_grad()
     def step(self) -> None:
         """Move every target tensor a fraction ``tau`` towards its source."""
@@ -74,6 +78,10 @@ class FastHardUpdate(HardUpdate):
 
     def __init__(self, loss_module: Any, *, value_network_update_interval: float) -> None:
         super().__init__(loss_module, value_network_update_interval=value_network_update_interval)
+        self._src, self._tgt = _pairs(self)
+
+    def refresh(self) -> None:
+        """Re-read the source and target tensors (after the loss was moved or cast)."""
         self._src, self._tgt = _pairs(self)
 
     @torch.no_grad()

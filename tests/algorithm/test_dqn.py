@@ -99,9 +99,9 @@ def test_loss_keys_finite_and_gradients_only_to_online_model() -> None:
     idx = np.arange(7)
     batch = alg.preprocess(buf[idx], buf, idx)
     out = alg(batch)
-    assert set(out.keys()) == {"loss"} and torch.isfinite(out["loss"])
+    assert set(out.keys()) == {"loss_qvalue"} and torch.isfinite(out["loss_qvalue"])
     assert "td_error" in batch and not batch["td_error"].requires_grad
-    out["loss"].backward()
+    out["loss_qvalue"].backward()
     assert all(p.grad is not None for p in policy.model.parameters())
     assert all(not t.requires_grad for t in alg.target_model_params.values(True, True))
     assert all(p.grad is None for p in alg.model_old.parameters())
@@ -116,7 +116,7 @@ def test_dqn_loss_matches_torchrl_dqnloss() -> None:
     alg = DQN(policy=DQNPolicy(model=net, action_space=gym.spaces.Discrete(2)), gamma=0.9)
     buf = _episode_buffer()
     idx = np.arange(7)
-    ours = alg(alg.preprocess(buf[idx], buf, idx))["loss"]
+    ours = alg(alg.preprocess(buf[idx], buf, idx))["loss_qvalue"]
     b = buf[idx]
     td = TensorDict(
         {
@@ -169,7 +169,7 @@ def test_prioritized_weights_used_and_td_error_written_back() -> None:
     idx = np.arange(7)
     batch = alg.preprocess(buf[idx], buf, idx)
     assert "weight" in batch
-    weighted = alg(batch)["loss"]
+    weighted = alg(batch)["loss_qvalue"]
     td = batch["td_error"]
     torch.testing.assert_close(weighted, (batch["weight"].reshape(-1) * td.pow(2)).mean())
     alg.update(buf, 5)
@@ -190,7 +190,7 @@ def test_huber_loss() -> None:
         2,
     )
     # huber(3) = 1 * (3 - 0.5) = 2.5; huber(0.5) = 0.5 * 0.25 = 0.125
-    assert alg(batch)["loss"].item() == pytest.approx((2.5 + 0.125) / 2)
+    assert alg(batch)["loss_qvalue"].item() == pytest.approx((2.5 + 0.125) / 2)
 
 
 def test_epsilon_greedy_exploration() -> None:
@@ -258,14 +258,14 @@ def test_state_dict_round_trip_with_optimizer() -> None:
     obs = torch.randn(5, 1)
     torch.testing.assert_close(b.policy.q_values(obs), a.policy.q_values(obs))
     torch.testing.assert_close(b.model_old(obs), a.model_old(obs))
-    assert b._target_updater.counter == a._target_updater.counter
+    assert b._updaters[0].counter == a._updaters[0].counter
     sa, sb = a.optim.optim.state_dict()["state"], b.optim.optim.state_dict()["state"]
     for k in sa:
         torch.testing.assert_close(sa[k]["exp_avg"], sb[k]["exp_avg"])
     # both continue identically
     idx = np.array([0, 3, 5, 6])
-    la = a._update_with_batch(a.preprocess(buf[idx], buf, idx), 4, 1)["loss"]
-    lb = b._update_with_batch(b.preprocess(buf[idx], buf, idx), 4, 1)["loss"]
+    la = a._update_with_batch(a.preprocess(buf[idx], buf, idx), 4, 1)["loss_qvalue"]
+    lb = b._update_with_batch(b.preprocess(buf[idx], buf, idx), 4, 1)["loss_qvalue"]
     assert la == pytest.approx(lb)
     for pa, pb in zip(a.policy.parameters(), b.policy.parameters()):
         torch.testing.assert_close(pa, pb)
@@ -277,7 +277,9 @@ def test_argument_errors() -> None:
         DQN(policy=policy, gamma=1.5)
     with pytest.raises(ValueError, match="n_step: expected an int >= 1, got 0"):
         DQN(policy=policy, n_step=0)
-    with pytest.raises(ValueError, match="action_space: expected Discrete, got Box"):
+    with pytest.raises(
+        ValueError, match="action_space: DQNPolicy needs a Discrete action space, got Box"
+    ):
         DQNPolicy(model=QNet(1, 2, (4,)), action_space=gym.spaces.Box(-1, 1, (1,)))
     with pytest.raises(ValueError, match="batch_size: expected an int"):
         DQN(policy=policy).update(_episode_buffer(), None)

@@ -53,7 +53,17 @@ def test_update_runs_on_vector_buffer_with_minibatch_epochs() -> None:
     alg = _ppo(max_grad_norm=0.5)
     before = [p.detach().clone() for p in alg.parameters()]
     stats = alg.update(buf, batch_size=8, repeat=3)
-    assert set(stats) == {"loss", "clip_loss", "vf_loss", "ent_loss", "gradient_steps"}
+    assert set(stats) == {
+        "loss",
+        "loss_objective",
+        "loss_critic",
+        "loss_entropy",
+        "vf_loss",
+        "entropy",
+        "clip_fraction",
+        "approx_kl",
+        "gradient_steps",
+    }
     assert all(np.isfinite(v) for v in stats.values())
     assert stats["gradient_steps"] == 3 * (n // 8)  # the short last minibatch is merged
     assert any(not torch.equal(a, b) for a, b in zip(before, alg.parameters()))

@@ -2,34 +2,31 @@
 
 The actor is a tanh-squashed Gaussian: ``u ~ N(mu(s), sigma(s))``, ``a = tanh(u)``,
 ``log pi(a|s) = log N(u) - sum log(1 - a^2 + eps)`` (the density of TorchRL's
-``TanhNormal``, computed in closed form). Per gradient step::
+``TanhNormal``, computed in closed form). On the off-policy actor-critic base (twin
+critics, their n-step critic loss and soft targets), SAC adds::
 
     a' ~ pi(s'),  y = r + gamma^n (1 - term) (min_j Q'_j(s', a') - alpha log pi(a'|s'))
-    L_Q     = mean(w (Q_1(s, a) - y)^2) + mean(w (Q_2(s, a) - y)^2)         (critic step)
+    L_Q     = mean(w sum_j (Q_j(s, a) - y)^2)                                (critic step)
     a~ ~ pi(s),  L_pi = mean(alpha log pi(a~|s) - min_j Q_j(s, a~))          (actor step)
     L_alpha = -mean(log_alpha (H_target + log pi(a~|s)))                      (auto alpha)
-    Q'_j <- (1 - tau) Q'_j + tau Q_j                                          (soft update)
-
-``y`` is :func:`tdrl.algorithm.returns.compute_nstep_return`'s n-step target.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.distributions import Independent, Normal
 
-from tdrl.algorithm.base import Algorithm, OptimizerFactory, Policy, make_batch
+from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
+from tdrl.algorithm.base import OptimizerFactory, Policy, call_model, make_batch
 from tdrl.data.batch import Batch
-from tdrl.utils.net import QCritic
 
 __all__ = ["SAC", "AutoAlpha", "SACPolicy"]
 
@@ -77,8 +74,8 @@ class SACPolicy(Policy):
 
     def sample(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Reparameterized ``(act, log_prob, loc, scale)``; ``tanh(loc)`` when deterministic."""
-        out = self.actor(obs)
-        loc, scale = out[0] if isinstance(out[0], tuple) else out
+        out, _ = call_model(self.actor, obs)
+        loc, scale = out
         if self.deterministic:
             noise = torch.zeros_like(loc)
         else:
@@ -126,7 +123,7 @@ class AutoAlpha(nn.Module):
         return float(self.log_alpha.detach().exp())
 
 
-class SAC(Algorithm):
+class SAC(OffPolicyActorCritic):
     """Soft Actor-Critic with twin critics, soft target updates and optional auto-alpha.
 
     :param policy: a :class:`SACPolicy`.
@@ -141,8 +138,6 @@ class SAC(Algorithm):
     """
 
     critic1: nn.Module
-    critic1_old: nn.Module
-    critic2_old: nn.Module
     critic1_params: TensorDictParams
     target_critic1_params: TensorDictParams
     critic2: nn.Module
@@ -162,137 +157,64 @@ class SAC(Algorithm):
         alpha: float | AutoAlpha = 0.2,
         n_step: int = 1,
     ) -> None:
-        if not 0.0 <= tau <= 1.0:
-            raise ValueError(f"tau: expected a value in [0, 1], got {tau}")
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
-        super().__init__(policy)
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critics=[critic, critic2 if critic2 is not None else reinit_copy(critic)],
+            critic_optim=critic_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step=n_step,
+        )
         self.policy: SACPolicy = policy
-        if critic2 is None:
-            critic2 = copy.deepcopy(critic)
-            for m in critic2.modules():
-                reset = getattr(m, "reset_parameters", None)
-                if callable(reset):
-                    reset()
-        self.critics = nn.ModuleList([critic, critic2])
-        # target critics stay out of the submodules (no duplicate state, eval mode)
-        self.__dict__["critic1_old"] = self._add_target(critic, "critic1")
-        self.__dict__["critic2_old"] = self._add_target(critic2, "critic2")
-        self.tau = tau
-        self.gamma = gamma
-        self.n_step = n_step
-        self.policy_optim = self._create_optimizer(policy.actor, policy_optim)
-        self.critic_optim = self._create_optimizer(self.critics, critic_optim)
-        self._soft = self._soft_updater(tau)
         self.auto_alpha: AutoAlpha | None = None
         self._alpha = 0.0
+        steps = [("loss_actor", self.policy_optim)]
         if isinstance(alpha, AutoAlpha):
             self.auto_alpha = alpha
             if alpha.target_entropy == "auto":
                 alpha.target_entropy = -float(np.prod(policy.action_space.shape))  # type: ignore[arg-type]
             self.alpha_optim = self._create_optimizer([alpha.log_alpha], alpha.optim_spec)
+            steps.append(("loss_alpha", self.alpha_optim))
         else:
             self._alpha = float(alpha)
+        self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
+        self._add_stage(self.actor_losses, *steps)
+
+    @property
+    def critic1_old(self) -> nn.Module:
+        """The first target critic."""
+        return self.critics_old[0]  # type: ignore[no-any-return]
+
+    @property
+    def critic2_old(self) -> nn.Module:
+        """The second target critic."""
+        return self.critics_old[1]  # type: ignore[no-any-return]
 
     @property
     def alpha(self) -> float:
         """The current entropy temperature."""
         return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
 
-    # -- targets ------------------------------------------------------------------------
-    def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
-        obs_next = self._obs_next(buffer, indices)
+    def target_value(self, obs_next: Any) -> torch.Tensor:
+        """``min_j Q'_j(s', a') - alpha log pi(a'|s')`` with ``a' ~ pi(s')``."""
         act, log_prob, _, _ = self.policy.sample(obs_next)
-        q = torch.min(*self._twin_q(self.critic1_old, self.critic2_old, obs_next, act))
-        return q.reshape(-1) - self.alpha * log_prob
+        q = torch.min(*self.q_values(obs_next, act, target=True))
+        return q - self.alpha * log_prob
 
-    def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
-        """Add the n-step soft ``returns``."""
-        return self._nstep_returns(batch, buffer, indices, self.gamma, self.n_step)
-
-    # -- losses -------------------------------------------------------------------------
-    @staticmethod
-    def _twin_q(
-        c1: nn.Module, c2: nn.Module, obs: Any, act: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both critics at ``(obs, act)``; two plain ``QCritic`` modules share one input."""
-        if type(c1) is QCritic and type(c2) is QCritic:
-            x = QCritic.features(obs, act)
-            return c1.net(x), c2.net(x)
-        return c1(obs, act), c2(obs, act)
-
-    # The public ``*_loss`` methods are wrapped by TorchRL's ``LossModule`` metaclass
-    # (exploration-type and recurrent-mode contexts, unused here); the update calls the
-    # private implementations directly.
-    def critic_loss(self, batch: TensorDictBase) -> torch.Tensor:
-        """Sum of both critics' (importance-weighted) squared TD errors; sets ``td_error``."""
-        return self._critic_loss(batch)
-
-    def _critic_loss(self, batch: TensorDictBase) -> torch.Tensor:
-        obs, act = batch["obs"], batch["act"]
-        target = batch["returns"].reshape(-1)
-        q1, q2 = self._twin_q(self.critics[0], self.critics[1], obs, act)
-        td1 = q1.reshape(-1) - target
-        td2 = q2.reshape(-1) - target
-        w = batch["weight"].reshape(-1) if "weight" in batch else None
-        sq = td1.pow(2) + td2.pow(2)
-        loss = (sq * w).mean() if w is not None else sq.mean()
-        batch["td_error"] = ((td1 + td2) / 2.0).detach()
-        return loss
-
-    def actor_loss(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mean(alpha log pi - min Q), log pi)`` for fresh actions at ``batch["obs"]``."""
-        return self._actor_loss(batch)
-
-    def _actor_loss(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-        obs = batch["obs"]
+    def actor_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """``loss_actor = mean(alpha log pi - min_j Q_j)`` for fresh actions at ``obs``,
+        and with auto-alpha ``loss_alpha = -mean(log_alpha (H_target + log pi))``."""
+        obs = self.obs_of(td)
         act, log_prob, _, _ = self.policy.sample(obs)
-        q = torch.min(*self._twin_q(self.critics[0], self.critics[1], obs, act)).reshape(-1)
-        return (self.alpha * log_prob - q).mean(), log_prob
-
-    def alpha_loss(self, log_prob: torch.Tensor) -> torch.Tensor:
-        """Temperature loss ``-mean(log_alpha (target_entropy - entropy))``."""
-        return self._alpha_loss(log_prob)
-
-    def _alpha_loss(self, log_prob: torch.Tensor) -> torch.Tensor:
-        assert self.auto_alpha is not None
-        deficit = float(self.auto_alpha.target_entropy) + log_prob.detach()  # target - (-log pi)
-        return -(self.auto_alpha.log_alpha * deficit).mean()
-
-    def forward(self, batch: TensorDictBase) -> TensorDict:
-        """All SAC losses at the current parameters (TorchRL style, one backward)."""
-        loss_q = self.critic_loss(batch)
-        loss_pi, log_prob = self.actor_loss(batch)
+        q = torch.min(*self.q_values(obs, act, detach=True))
+        alpha = self.alpha
         out = {
-            "loss_qvalue": loss_q,
-            "loss_actor": loss_pi,
-            "alpha": torch.tensor(self.alpha),
+            "loss_actor": (alpha * log_prob - q).mean(),
             "entropy": -log_prob.detach().mean(),
+            "alpha": torch.tensor(alpha),
         }
         if self.auto_alpha is not None:
-            out["loss_alpha"] = self.alpha_loss(log_prob)
-        return TensorDict(out, [])
-
-    def _update_with_batch(
-        self, batch: Batch, batch_size: int | None, repeat: int
-    ) -> dict[str, float]:
-        loss_q = self._critic_loss(batch)
-        self.critic_optim.step(loss_q)
-        loss_pi, log_prob = self._actor_loss(batch)
-        self.policy_optim.step(loss_pi)
-        stats = [loss_q.detach(), loss_pi.detach(), -log_prob.detach().mean()]
-        if self.auto_alpha is not None:
-            loss_alpha = self._alpha_loss(log_prob)
-            self.alpha_optim.step(loss_alpha)
-            stats.append(loss_alpha.detach())
-        self._soft.step()
-        vals = torch.stack(stats).tolist()
-        out = {
-            "critic_loss": vals[0],
-            "actor_loss": vals[1],
-            "entropy": vals[2],
-            "alpha": self.alpha,
-        }
-        if self.auto_alpha is not None:
-            out["alpha_loss"] = vals[3]
+            deficit = float(self.auto_alpha.target_entropy) + log_prob.detach()
+            out["loss_alpha"] = -(self.auto_alpha.log_alpha * deficit).mean()
         return out

@@ -1,0 +1,162 @@
+"""The off-policy actor-critic family base: an N-critic ensemble with soft targets.
+
+Written once here for DDPG, TD3, SAC, REDQ, discrete SAC, TD3+BC, BCQ, CQL, IQL:
+
+* an ensemble of ``N`` Q critics ``Q_1..Q_N`` (one optimizer for all of them) with target
+  copies ``Q'_j`` moved by a soft update ``Q'_j <- (1 - tau) Q'_j + tau Q_j`` after every
+  gradient step;
+* per-group optimizers: the actor, the critics, and whatever a subclass adds (SAC's
+  temperature), each stepped by its own stage (:class:`~tdrl.algorithm.base.Stage`);
+* the critic loss ``L_Q = mean(w sum_j (Q_j(s, a) - y)^2)`` against an n-step target
+  ``y = G_n + gamma^n (1 - term) V'(s_{t+n})`` whose bootstrap ``V'`` a subclass defines
+  (:meth:`OffPolicyActorCritic.target_value`), with ``td_error = mean_j (Q_j - y)`` for
+  prioritized replay;
+* :meth:`OffPolicyActorCritic.q_values` evaluates the ensemble (online or target); for the
+  actor's loss outside tdrl's own update it uses detached critic weights, so the actor
+  term never reaches the critics' parameters under one joint optimizer.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+from torch.func import functional_call
+
+from tdrl.algorithm.base import Algorithm, OptimizerFactory, Policy
+from tdrl.data.batch import Batch
+from tdrl.utils.net import QCritic
+
+__all__ = ["OffPolicyActorCritic", "reinit_copy"]
+
+
+def reinit_copy(module: nn.Module) -> nn.Module:
+    """A deep copy of ``module`` with every ``reset_parameters()`` re-run (fresh weights).
+
+    >>> a = torch.nn.Linear(3, 3)
+    >>> bool((reinit_copy(a).weight != a.weight).any())
+    True
+    """
+    out = copy.deepcopy(module)
+    for m in out.modules():
+        reset = getattr(m, "reset_parameters", None)
+        if callable(reset):
+            reset()
+    return out
+
+
+class OffPolicyActorCritic(Algorithm):
+    """Base of the off-policy actor-critic algorithms.
+
+    :param policy: the acting policy; ``actor`` is the module its optimizer trains
+        (default ``policy.actor``).
+    :param policy_optim: optimizer factory (or Adam lr) for the actor.
+    :param critics: the Q critics ``(obs, act) -> Q [B, 1]`` of the ensemble.
+    :param critic_optim: optimizer factory (or Adam lr) for all critics together.
+    :param tau: soft target update rate.
+    :param gamma: discount factor.
+    :param n_step: n-step return horizon (tdrl's buffer path; a TorchRL batch gets
+        one-step targets).
+
+    Subclasses implement :meth:`target_value` and register their stages with
+    :meth:`_add_stage` (the critic stage is :meth:`critic_losses`).
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        policy_optim: OptimizerFactory | float,
+        critics: Sequence[nn.Module],
+        critic_optim: OptimizerFactory | float,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        n_step: int = 1,
+        actor: nn.Module | None = None,
+    ) -> None:
+        if not 0.0 <= tau <= 1.0:
+            raise ValueError(f"tau: expected a value in [0, 1], got {tau}")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
+        if n_step < 1:
+            raise ValueError(f"n_step: expected an int >= 1, got {n_step}")
+        if not critics:
+            raise ValueError("critics: expected at least one critic, got none")
+        super().__init__(policy)
+        self.critics = nn.ModuleList(critics)
+        # target critics stay out of the submodules (no duplicate state, eval mode)
+        self.__dict__["critics_old"] = [
+            self._add_target(c, f"critic{j + 1}") for j, c in enumerate(critics)
+        ]
+        self.tau = tau
+        self.gamma = gamma
+        self.n_step = n_step
+        actor = actor if actor is not None else policy.actor  # type: ignore[attr-defined]
+        self.policy_optim = self._create_optimizer(actor, policy_optim)
+        self.critic_optim = self._create_optimizer(self.critics, critic_optim)
+        self._soft_updater(tau)
+
+    # -- critics ------------------------------------------------------------------------
+    def q_values(
+        self, obs: Any, act: torch.Tensor, target: bool = False, detach: bool = False
+    ) -> list[torch.Tensor]:
+        """Each critic's ``Q(obs, act)`` as ``[B]``.
+
+        :param target: use the target critics.
+        :param detach: compute with detached critic weights (gradients still flow into
+            ``act``); a no-op inside tdrl's own update, whose optimizers backpropagate only
+            into their own parameters anyway.
+        """
+        critics: list[Any] = self.critics_old if target else list(self.critics)
+        if detach and not self._in_update:
+            return [self._detached_q(c, obs, act) for c in critics]
+        if all(type(c) is QCritic for c in critics):
+            x = QCritic.features(obs, act)  # one shared input for the whole ensemble
+            return [c.net(x).reshape(-1) for c in critics]
+        return [c(obs, act).reshape(-1) for c in critics]
+
+    @staticmethod
+    def _detached_q(critic: nn.Module, obs: Any, act: torch.Tensor) -> torch.Tensor:
+        params = {k: v.detach() for k, v in critic.named_parameters()}
+        out: torch.Tensor = functional_call(critic, params, (obs, act))
+        return out.reshape(-1)
+
+    # -- targets ------------------------------------------------------------------------
+    def target_value(self, obs_next: Any) -> torch.Tensor:
+        """The bootstrap value ``V'(s') [B]`` (no grad)."""
+        raise NotImplementedError
+
+    def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
+        with torch.no_grad():
+            return self.target_value(self._obs_next(buffer, indices))
+
+    def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
+        """Add the n-step ``returns``."""
+        return self._nstep_returns(batch, buffer, indices, self.gamma, self.n_step)
+
+    def prepare(self, td: TensorDictBase) -> TensorDictBase:
+        """One-step ``returns = r + gamma (1 - terminated) V'(s')`` for a TorchRL batch."""
+        if "returns" in td:
+            return td
+        obs_next, rew, term = self.transition_of(td)
+        with torch.no_grad():
+            v = self.target_value(obs_next)
+        td.set("returns", rew + self.gamma * (1.0 - term) * v.to(rew.dtype))
+        return td
+
+    # -- the critic stage ---------------------------------------------------------------
+    def critic_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """``loss_qvalue = mean(w sum_j (Q_j(s, a) - y)^2)``; sets ``td_error``."""
+        target = td["returns"].reshape(-1)
+        tds = [q - target for q in self.q_values(self.obs_of(td), self.act_of(td))]
+        sq = tds[0].pow(2)
+        for t in tds[1:]:
+            sq = sq + t.pow(2)
+        w = self.weights(td)
+        td.set("td_error", (sum(tds[1:], tds[0]) / len(tds)).detach())
+        return {"loss_qvalue": (sq * w).mean() if w is not None else sq.mean()}
