@@ -1,7 +1,8 @@
 """Network builders: MLPs, actors, critics and a dueling Q head.
 
 All networks are plain ``nn.Module``s taking a flat float observation batch ``[B, obs_dim]``
-(observations of other dtypes are cast to float32). Actors and critics return tensors
+(observations of other dtypes are cast to the network's dtype, that of its first parameter:
+float32 unless the module was converted, e.g. with ``.double()``). Actors and critics return tensors
 (Gaussian actors a ``(loc, scale)`` pair), so they drop into TorchRL's
 ``TensorDictModule`` as well as into tdrl's policies.
 
@@ -42,10 +43,49 @@ def flat_dim(shape: int | Sequence[int]) -> int:
     return int(shape) if isinstance(shape, int | np.integer) else int(np.prod(shape))
 
 
-def _float(x: torch.Tensor) -> torch.Tensor:
-    x = torch.as_tensor(x)
-    if x.dtype != torch.float32:
-        x = x.float()
+def _param_dtype_device(module: nn.Module) -> tuple[torch.dtype, torch.device | None]:
+    """Floating dtype and device of ``module``'s first parameter (float32 and no device
+    when it has none, e.g. after dynamic quantization).
+
+    A direct child's parameter is found without walking the whole module tree (this runs
+    on every forward)."""
+    p: torch.Tensor | None = None
+    for child in module._modules.values():
+        if child is not None:
+            for q in child._parameters.values():
+                if q is not None:
+                    p = q
+                    break
+        if p is not None:
+            break
+    else:
+        p = next(module.parameters(), None)
+    if p is None:
+        return torch.float32, None
+    return (p.dtype if p.is_floating_point() else torch.float32), p.device
+
+
+def _as_input(
+    x: Any, dtype: torch.dtype = torch.float32, device: torch.device | None = None
+) -> torch.Tensor:
+    """``x`` as a ``dtype`` tensor on ``device`` (``None``: where it is), flattened past
+    the batch dim. A tensor already of that dtype and device is not copied.
+
+    >>> _as_input(torch.ones(2, 3, dtype=torch.uint8), torch.float64).dtype
+    torch.float64
+    >>> _as_input(torch.zeros(2, 3, 4)).shape
+    torch.Size([2, 12])
+    """
+    if not isinstance(x, torch.Tensor):
+        x = torch.as_tensor(x)
+    if device is not None and x.device != device:
+        # move the smaller representation: e.g. uint8 pixels are cast on the target device
+        if x.element_size() < dtype.itemsize:
+            x = x.to(device)
+        else:
+            x = x.to(dtype).to(device)
+    if x.dtype != dtype:
+        x = x.to(dtype)
     return x.flatten(1) if x.dim() > 2 else x
 
 
@@ -86,16 +126,19 @@ class MLP(nn.Sequential):
         self.output_dim = d
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        """Apply the layers to ``x`` (cast to float32, flattened past the batch dim, moved
-        to the layers' device)."""
-        x = _float(x)
-        device = self[0].weight.device
-        if x.device != device:
-            x = x.to(device)  # type: ignore[arg-type]
-        # the layers' own forward, without nn.Module.__call__'s per-layer dispatch (hooks on
-        # the layers are not run; hooks on the MLP itself are)
+        """Apply the layers to ``x`` (cast to the dtype of the layers' parameters, flattened
+        past the batch dim, moved to the layers' device).
+
+        Each layer is called as a module, so hooks on it run (forward hooks, pruning masks,
+        spectral normalization, quantization observers).
+
+        >>> MLP(3, 1, (4,)).double()(torch.zeros(2, 3, dtype=torch.int64)).dtype
+        torch.float64
+        """
+        dtype, device = _param_dtype_device(self)
+        x = _as_input(x, dtype, device)
         for layer in self._modules.values():
-            x = layer.forward(x)  # type: ignore[union-attr]
+            x = layer(x)  # type: ignore[misc]
         return x
 
 
@@ -281,15 +324,25 @@ class QCritic(nn.Module):
         self.net = MLP(flat_dim(obs_dim) + act_dim, 1, hidden_sizes, activation)
 
     @staticmethod
-    def features(obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
-        """The network input ``cat([obs, act], -1)`` (float32, flattened past the batch dim);
-        critics of the same shapes can share it: ``critic.net(QCritic.features(obs, act))``.
+    def features(
+        obs: torch.Tensor, act: torch.Tensor, dtype: torch.dtype = torch.float32
+    ) -> torch.Tensor:
+        """The network input ``cat([obs, act], -1)`` (as ``dtype``, flattened past the batch
+        dim); critics of the same shapes can share it:
+        ``critic.net(QCritic.features(obs, act))``. ``dtype`` defaults to float32; pass the
+        critic's dtype for a converted critic (its forward casts the input anyway, but a
+        float64 critic fed float32 features loses precision).
+
+        >>> QCritic.features(torch.zeros(2, 3), torch.zeros(2, 1, dtype=torch.int64)).dtype
+        torch.float32
+        >>> QCritic.features(torch.zeros(2, 3), torch.zeros(2, 1), torch.float64).dtype
+        torch.float64
         """
-        return torch.cat([_float(obs), _float(act)], dim=-1)
+        return torch.cat([_as_input(obs, dtype), _as_input(act, dtype)], dim=-1)
 
     def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
-        """Q-value of each (observation, action) pair."""
-        return self.net(self.features(obs, act))
+        """Q-value of each (observation, action) pair, in the critic's dtype."""
+        return self.net(self.features(obs, act, _param_dtype_device(self.net)[0]))
 
 
 class ActorCritic(nn.Module):
