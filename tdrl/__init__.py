@@ -1,3 +1,109 @@
-"""tdrl: Tianshou's building blocks rebuilt on TorchRL and TensorDict."""
+"""tdrl: Tianshou's building blocks rebuilt on TorchRL and TensorDict.
+
+Every name below is imported on first access (module ``__getattr__``), so ``import tdrl``,
+``tdrl.registry`` and the command line's ``--help`` and argument errors do not load torch.
+
+>>> import tdrl
+>>> alg = tdrl.make_algorithm("ppo", "CartPole-v1")
+>>> type(alg).__name__
+'PPO'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    # presets and experiments
+    "make_algorithm": "tdrl.algorithm.presets",
+    "preset": "tdrl.registry",
+    "task_family": "tdrl.registry",
+    "PresetError": "tdrl.registry",
+    "ExperimentConfig": "tdrl.launch",
+    "run_experiment": "tdrl.launch",
+    # data
+    "Batch": "tdrl.data",
+    "ReplayBuffer": "tdrl.data",
+    "VectorReplayBuffer": "tdrl.data",
+    "PrioritizedReplayBuffer": "tdrl.data",
+    "PrioritizedVectorReplayBuffer": "tdrl.data",
+    "Collector": "tdrl.data",
+    "AsyncCollector": "tdrl.data",
+    # envs
+    "DummyVectorEnv": "tdrl.env",
+    "ShmemVectorEnv": "tdrl.env",
+    "SubprocVectorEnv": "tdrl.env",
+    # algorithms
+    "Algorithm": "tdrl.algorithm",
+    "Policy": "tdrl.algorithm",
+    "DQN": "tdrl.algorithm",
+    "PPO": "tdrl.algorithm",
+    "SAC": "tdrl.algorithm",
+    # trainers
+    "OffPolicyTrainer": "tdrl.trainer",
+    "OnPolicyTrainer": "tdrl.trainer",
+    "OfflineTrainer": "tdrl.trainer",
+}
+_SUBMODULES = ("algorithm", "cli", "data", "env", "launch", "registry", "trainer", "utils")
+
+__all__ = [
+    "DQN",
+    "PPO",
+    "SAC",
+    "Algorithm",
+    "AsyncCollector",
+    "Batch",
+    "Collector",
+    "DummyVectorEnv",
+    "ExperimentConfig",
+    "OffPolicyTrainer",
+    "OfflineTrainer",
+    "OnPolicyTrainer",
+    "Policy",
+    "PresetError",
+    "PrioritizedReplayBuffer",
+    "PrioritizedVectorReplayBuffer",
+    "ReplayBuffer",
+    "ShmemVectorEnv",
+    "SubprocVectorEnv",
+    "VectorReplayBuffer",
+    "make_algorithm",
+    "preset",
+    "run_experiment",
+    "task_family",
+]
+
+if TYPE_CHECKING:
+    from tdrl.algorithm import DQN, PPO, SAC, Algorithm, Policy
+    from tdrl.algorithm.presets import make_algorithm
+    from tdrl.data import (
+        AsyncCollector,
+        Batch,
+        Collector,
+        PrioritizedReplayBuffer,
+        PrioritizedVectorReplayBuffer,
+        ReplayBuffer,
+        VectorReplayBuffer,
+    )
+    from tdrl.env import DummyVectorEnv, ShmemVectorEnv, SubprocVectorEnv
+    from tdrl.launch import ExperimentConfig, run_experiment
+    from tdrl.registry import PresetError, preset, task_family
+    from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name (or a subpackage) on first access."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tdrl.{name}")
+    raise AttributeError(f"module 'tdrl' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS, *_SUBMODULES})

@@ -1,9 +1,57 @@
-"""The ``tdrl`` command: ``tdrl train ALGO TASK [options]`` and ``tdrl plot RUN_DIR...``."""
+"""The ``tdrl`` command: ``tdrl train ALGO TASK [options]`` and ``tdrl plot RUN_DIR...``.
+
+Parsing needs only :mod:`tdrl.registry` (plain data): ``--help`` and argument errors never
+import torch. A preset or space error (no preset for the task's family, a bad override, an
+action space the algorithm cannot handle) exits with status 2 and one line on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from tdrl import registry
+
+LOGGERS = ("csv", "console", "tensorboard", "wandb", "none")
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command-line flags of ``tdrl train`` and the recipes."""
+    parser.add_argument("--task", default=None, help="gymnasium id (default: the preset's)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--logger", choices=LOGGERS, default="csv")
+    parser.add_argument("--logdir", default="runs")
+    parser.add_argument("--epochs", type=int, default=None)
+    parser.add_argument("--step-per-epoch", type=int, default=None)
+    parser.add_argument("--training-num", type=int, default=None)
+    parser.add_argument("--test-num", type=int, default=None)
+    parser.add_argument("--stop-reward", type=float, default=None)
+    parser.add_argument(
+        "--checkpoint", action="store_true", help="save a full checkpoint after every epoch"
+    )
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-plot", action="store_true")
+
+
+def _user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the user's mistake (reported in one line) rather than a bug."""
+    return isinstance(exc, registry.PresetError) or type(exc).__module__ == "gymnasium.error"
+
+
+def run_train(algo: str, task: str | None, args: argparse.Namespace) -> int:
+    """Run ``tdrl train`` (or a recipe) for parsed flags; 2 on a preset or task error."""
+    try:
+        from tdrl.launch import config_from_args, run_experiment
+
+        run_experiment(config_from_args(algo, task, args))
+    except Exception as exc:
+        if not _user_error(exc):
+            raise
+        print(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,18 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         from tdrl.utils.plot import plot_main
 
         return plot_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="tdrl", description=__doc__)
+    parser = argparse.ArgumentParser(prog="tdrl", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train an agent with a tested preset")
-    train.add_argument("algo", choices=["dqn", "ppo", "sac"])
+    train.add_argument("algo", choices=registry.algorithms())
     train.add_argument("task", nargs="?", default=None, help="gymnasium id")
     sub.add_parser("plot", help="draw learning curves: tdrl plot RUN_DIR... --out curve.png")
-    from tdrl.launch import add_train_arguments, config_from_args, run_experiment
-
     add_train_arguments(train)
     args = parser.parse_args(argv)
-    run_experiment(config_from_args(args.algo, args.task, args))
-    return 0
+    return run_train(args.algo, args.task, args)
 
 
 if __name__ == "__main__":

@@ -19,15 +19,32 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from tdrl.algorithm.presets import DQN_CARTPOLE, PPO_CARTPOLE, SAC_PENDULUM
+from tdrl import registry
+from tdrl.algorithm.presets import make_algorithm
+from tdrl.cli import LOGGERS, add_train_arguments
 from tdrl.data.buffer import VectorReplayBuffer
 from tdrl.data.collector import Collector
 from tdrl.env import DummyVectorEnv
+from tdrl.registry import Preset
 from tdrl.trainer import OffPolicyTrainer, OnPolicyTrainer, TrainResult
 from tdrl.utils.logger import BaseLogger, ConsoleLogger, CSVLogger, LazyLogger
 
-PRESETS: dict[str, Any] = {"dqn": DQN_CARTPOLE, "ppo": PPO_CARTPOLE, "sac": SAC_PENDULUM}
-LOGGERS = ("csv", "console", "tensorboard", "wandb", "none")
+__all__ = [
+    "CURVE_KEY",
+    "LOGGERS",
+    "PRESETS",
+    "ExperimentConfig",
+    "add_train_arguments",
+    "config_from_args",
+    "make_logger",
+    "recipe_main",
+    "run_experiment",
+    "seed_everything",
+]
+
+PRESETS: dict[str, Preset] = {a: registry.preset(a) for a in registry.algorithms()}
+"""Each algorithm's preset for its default task (see :mod:`tdrl.registry` for the rest)."""
+TRAINERS = {"onpolicy": OnPolicyTrainer, "offpolicy": OffPolicyTrainer}
 CURVE_KEY = "test/returns_stat/mean"
 
 
@@ -96,10 +113,9 @@ def make_logger(kind: str, run_dir: Path, config: dict[str, Any]) -> BaseLogger:
     return logger
 
 
-def _preset(cfg: ExperimentConfig) -> Any:
-    if cfg.algo not in PRESETS:
-        raise ValueError(f"algo must be one of {sorted(PRESETS)}, got {cfg.algo!r}")
-    overrides: dict[str, Any] = {"task": cfg.task}
+def _preset(cfg: ExperimentConfig) -> Preset:
+    """The registry's preset for ``cfg.algo`` on ``cfg.task`` with the config's overrides."""
+    overrides: dict[str, Any] = {}
     for field in ("step_per_epoch", "training_num", "test_num"):
         if getattr(cfg, field) is not None:
             overrides[field] = getattr(cfg, field)
@@ -107,24 +123,41 @@ def _preset(cfg: ExperimentConfig) -> Any:
         overrides["max_epochs"] = cfg.epochs
     if cfg.stop_reward is not None:
         overrides["threshold"] = cfg.stop_reward
-    return dataclasses.replace(PRESETS[cfg.algo], **overrides)
+    return registry.preset(cfg.algo, cfg.task, **overrides)
 
 
 def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
-    """Train ``cfg.algo`` on ``cfg.task``; return the result and the run directory."""
-    preset = _preset(cfg)
+    """Train ``cfg.algo`` on ``cfg.task``; return the result and the run directory.
+
+    A task without a preset for the algorithm, a bad override or an action space the
+    algorithm cannot handle raises :class:`~tdrl.registry.PresetError` before anything is
+    written.
+    """
+    preset: Any = _preset(cfg)  # fields of the algorithm's preset class
+    spec = registry.entry(cfg.algo, preset.task)
     seed_everything(cfg.seed)
-    run_dir = Path(cfg.log_dir) / cfg.run_name()
-    run_dir.mkdir(parents=True, exist_ok=True)
 
     def make_env() -> gym.Env:
         return gym.make(preset.task)
 
     train_envs = DummyVectorEnv([make_env] * preset.training_num)
     test_envs = DummyVectorEnv([make_env] * preset.test_num)
-    with torch.device(cfg.device):  # build on the device: target nets share storage
-        algorithm = preset.build(train_envs.observation_space[0], train_envs.action_space[0])
-    noisy = cfg.algo == "dqn"  # epsilon-greedy in training, eps_test when testing
+    try:
+        algorithm = make_algorithm(
+            cfg.algo,
+            preset.task,
+            preset,
+            observation_space=train_envs.observation_space[0],
+            action_space=train_envs.action_space[0],
+            device=cfg.device,  # build on the device: target nets share storage
+        )
+    except BaseException:
+        train_envs.close()
+        test_envs.close()
+        raise
+    run_dir = Path(cfg.log_dir) / cfg.run_name()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    noisy = spec.exploration_noise  # e.g. DQN: epsilon-greedy in training, eps_test in tests
     buffer = VectorReplayBuffer(preset.buffer_size, preset.training_num)
     train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
     test = Collector(algorithm.policy, test_envs, exploration_noise=noisy)
@@ -134,13 +167,12 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     if warmup and not (cfg.resume and (run_dir / "checkpoint.pt").exists()):
         train.collect(n_step=warmup, random=True)
     logger = make_logger(cfg.logger, run_dir, dataclasses.asdict(cfg))
-    trainer_cls = OnPolicyTrainer if cfg.algo == "ppo" else OffPolicyTrainer
     threshold = preset.threshold
-    trainer = trainer_cls(
+    trainer = TRAINERS[spec.trainer](
         algorithm,
         train,
         test_collector=test,
-        stop_fn=lambda best: best >= threshold,
+        stop_fn=None if threshold is None else (lambda best: best >= threshold),
         test_in_train=True,  # Tianshou's default: confirm a good training return by a test
         logger=logger,
         checkpoint_path=run_dir / "checkpoint.pt" if cfg.checkpoint or cfg.resume else None,
@@ -150,47 +182,27 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     )
     start = time.perf_counter()
     result = trainer.run()
-    print(
+    summary = (
         f"{cfg.algo} on {preset.task}: best test return {result.best_reward:.1f} "
         f"± {result.best_reward_std:.1f} (epoch {result.best_epoch}), "
-        f"{result.env_step} env steps, {time.perf_counter() - start:.1f} s; logs in {run_dir}",
-        flush=True,
+        f"{result.env_step} env steps, {time.perf_counter() - start:.1f} s; logs in {run_dir}"
     )
+    train_envs.close()
+    test_envs.close()
     if cfg.plot and cfg.logger == "csv":
         from tdrl.utils.plot import plot_runs
 
         out = plot_runs([run_dir], key=CURVE_KEY, out=run_dir / "curve.png")
         print(f"learning curve: {out}", flush=True)
-    train_envs.close()
-    test_envs.close()
+    print(summary, flush=True)  # the last line of every run
     return result, run_dir
-
-
-def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """The command-line flags of ``tdrl train`` and the recipes."""
-    parser.add_argument("--task", default=None, help="gymnasium id (default: the preset's)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--logger", choices=LOGGERS, default="csv")
-    parser.add_argument("--logdir", default="runs")
-    parser.add_argument("--epochs", type=int, default=None)
-    parser.add_argument("--step-per-epoch", type=int, default=None)
-    parser.add_argument("--training-num", type=int, default=None)
-    parser.add_argument("--test-num", type=int, default=None)
-    parser.add_argument("--stop-reward", type=float, default=None)
-    parser.add_argument(
-        "--checkpoint", action="store_true", help="save a full checkpoint after every epoch"
-    )
-    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--no-plot", action="store_true")
 
 
 def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> ExperimentConfig:
     """Turn parsed flags into an :class:`ExperimentConfig`."""
     return ExperimentConfig(
         algo=algo,
-        task=task or args.task or PRESETS[algo].task,
+        task=task or args.task or registry.default_task(algo),
         seed=args.seed,
         epochs=args.epochs,
         step_per_epoch=args.step_per_epoch,

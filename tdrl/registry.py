@@ -1,0 +1,583 @@
+"""Presets keyed by algorithm and task family: plain data, no torch, no gymnasium at import.
+
+A *preset* is a frozen dataclass of hyperparameters and data-collection/trainer settings,
+one class per algorithm (:class:`DQNPreset`, :class:`PPOPreset`, :class:`SACPreset`). The
+registry maps ``(algorithm, family)`` to an :class:`Entry`: a preset plus how to use it, the
+builder as a dotted path (imported only when an algorithm is built), the trainer kind and
+whether the collectors add exploration noise. Tasks map to families by name
+(:func:`task_family`): ``classic`` (classic control, Box2D, toy text), ``mujoco``, ``atari``.
+
+>>> task_family("CartPole-v1"), task_family("Hopper-v5"), task_family("ALE/Pong-v5")
+('classic', 'mujoco', 'atari')
+>>> p = preset("dqn", "CartPole-v1")
+>>> p.lr, p.threshold, entry("dqn", "CartPole-v1").trainer
+(0.001, 195.0, 'offpolicy')
+>>> p.replace(lr=-1.0)
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: dqn preset field 'lr': expected a float > 0, got -1.0
+
+Every field is checked when a preset is created or overridden (``replace``,
+``dataclasses.replace`` or :func:`preset` overrides): an unknown field, a wrong type or a
+value out of range is a :class:`PresetError` (a ``ValueError``) naming the field, what was
+expected and what was given.
+
+Adding an algorithm: define its preset class here (a ``@dataclass(frozen=True)`` subclass of
+:class:`Preset` with ``algo = "name"``; field names listed in ``_RULES`` get their range
+checks for free), write ``build_<name>(preset, observation_space, action_space)`` (e.g. in
+:mod:`tdrl.algorithm.presets`), then :func:`register` one entry per task family it has been
+tuned for. Adding a family preset for an existing algorithm is one :func:`register` call.
+
+Stop thresholds: :data:`STOP_THRESHOLDS` wins; a task it does not list takes gymnasium's
+``reward_threshold`` (looked up when asked); with neither, training never stops early.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import re
+import sys
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeVar
+
+__all__ = [
+    "FAMILIES",
+    "STOP_THRESHOLDS",
+    "DQNPreset",
+    "Entry",
+    "PPOPreset",
+    "Preset",
+    "PresetError",
+    "SACPreset",
+    "algorithms",
+    "default_task",
+    "entry",
+    "families",
+    "preset",
+    "register",
+    "stop_threshold",
+    "task_family",
+]
+
+FAMILIES: tuple[str, ...] = ("classic", "mujoco", "atari")
+"""Task families, by the kind of network and budget their presets need."""
+
+STOP_THRESHOLDS: dict[str, float] = {"CartPole-v1": 195.0, "Pendulum-v1": -250.0}
+"""Per-task stop thresholds; they win over gymnasium's ``reward_threshold``."""
+
+_CLASSIC = {
+    "CartPole",
+    "Pendulum",
+    "Acrobot",
+    "MountainCar",
+    "MountainCarContinuous",
+    "LunarLander",
+    "LunarLanderContinuous",
+    "BipedalWalker",
+    "BipedalWalkerHardcore",
+    "CarRacing",
+    "Blackjack",
+    "FrozenLake",
+    "FrozenLake8x8",
+    "CliffWalking",
+    "Taxi",
+}
+_MUJOCO = {
+    "Ant",
+    "HalfCheetah",
+    "Hopper",
+    "Humanoid",
+    "HumanoidStandup",
+    "InvertedDoublePendulum",
+    "InvertedPendulum",
+    "Pusher",
+    "Reacher",
+    "Swimmer",
+    "Walker2d",
+}
+_ENTRY_POINT_FAMILY = (
+    ("gymnasium.envs.mujoco", "mujoco"),
+    ("ale_py", "atari"),
+    ("shimmy.atari", "atari"),
+    ("gymnasium.envs.classic_control", "classic"),
+    ("gymnasium.envs.box2d", "classic"),
+    ("gymnasium.envs.toy_text", "classic"),
+)
+
+
+_P = TypeVar("_P", bound="Preset")
+
+
+class PresetError(ValueError):
+    """A preset that does not exist, a bad preset field, or spaces an algorithm cannot use."""
+
+
+def _base_name(task: str) -> str:
+    """``"ALE/Pong-v5"`` -> ``"Pong"``, ``"Hopper-v5"`` -> ``"Hopper"``."""
+    name = task.rsplit("/", 1)[-1]
+    return re.sub(r"-v\d+$", "", name)
+
+
+def task_family(task: str) -> str:
+    """The family of a gymnasium id: ``classic``, ``mujoco`` or ``atari``.
+
+    By name first (``ALE/...`` and ``...NoFrameskip...`` are Atari); an id not known by name
+    goes by its gymnasium entry point; anything else counts as ``classic`` (small MLPs).
+
+    >>> task_family("PongNoFrameskip-v4"), task_family("InvertedPendulum-v5")
+    ('atari', 'mujoco')
+    """
+    if task.startswith("ALE/") or "NoFrameskip" in task:
+        return "atari"
+    name = _base_name(task)
+    if name in _MUJOCO:
+        return "mujoco"
+    if name in _CLASSIC:
+        return "classic"
+    entry_point = _gym_spec_attr(task, "entry_point")
+    if isinstance(entry_point, str):
+        for prefix, family in _ENTRY_POINT_FAMILY:
+            if entry_point.startswith(prefix):
+                return family
+    return "classic"
+
+
+def _gym_spec_attr(task: str, attr: str) -> Any:
+    """An attribute of gymnasium's registered spec for ``task`` (``None`` if unregistered)."""
+    import gymnasium
+
+    try:
+        spec = gymnasium.spec(task)
+    except gymnasium.error.Error:
+        return None
+    return getattr(spec, attr, None)
+
+
+def stop_threshold(task: str) -> float | None:
+    """The return at which training on ``task`` stops: the registry's, else gymnasium's.
+
+    >>> stop_threshold("CartPole-v1"), stop_threshold("Acrobot-v1"), stop_threshold("Walker2d-v5")
+    (195.0, -100.0, None)
+    """
+    if task in STOP_THRESHOLDS:
+        return STOP_THRESHOLDS[task]
+    value = _gym_spec_attr(task, "reward_threshold")
+    return None if value is None else float(value)
+
+
+# ------------------------------------------------------------------------ field validation
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_Rule = tuple[str, Callable[[Any], bool]]
+_POS: _Rule = ("> 0", lambda v: v > 0)
+_NONNEG: _Rule = (">= 0", lambda v: v >= 0)
+_UNIT: _Rule = ("in [0, 1]", lambda v: 0 <= v <= 1)
+_OPEN_UNIT: _Rule = ("in (0, 1]", lambda v: 0 < v <= 1)
+
+_RULES: dict[str, _Rule] = {
+    # learning
+    "lr": _POS,
+    "actor_lr": _POS,
+    "critic_lr": _POS,
+    "alpha_lr": _POS,
+    "gamma": _UNIT,
+    "gae_lambda": _UNIT,
+    "tau": _OPEN_UNIT,
+    "alpha": _POS,
+    "eps_train": _UNIT,
+    "eps_test": _UNIT,
+    "eps_clip": _POS,
+    "vf_coef": _NONNEG,
+    "ent_coef": _NONNEG,
+    "max_grad_norm": _POS,
+    "n_step": _POS,
+    "target_update_freq": _NONNEG,
+    # data collection and trainer
+    "buffer_size": _POS,
+    "training_num": _POS,
+    "test_num": _POS,
+    "warmup_steps": _NONNEG,
+    "max_epochs": _POS,
+    "step_per_epoch": _POS,
+    "step_per_collect": _POS,
+    "repeat_per_collect": _POS,
+    "update_per_step": _POS,
+    "batch_size": _POS,
+}
+"""Range checks by field name (every preset class shares them)."""
+
+_TRAINER_FIELDS = ("max_epochs", "step_per_epoch", "step_per_collect")
+_TRAINER_OPTIONAL = ("update_per_step", "repeat_per_collect")
+
+
+def _describe(tp: Any) -> tuple[str, Callable[[Any], Any]]:
+    """``(expected-type text, coerce-or-raise)`` for a field annotation."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if args and type(None) in args:  # X | None
+        (inner,) = [a for a in args if a is not type(None)]
+        text, conv = _describe(inner)
+        return f"{text} or None", lambda v: None if v is None else conv(v)
+    if tp is bool:
+        return "a bool", lambda v: v if isinstance(v, bool) else _bad()
+    if tp is int:
+        return "an int", lambda v: v if _is_int(v) else _bad()
+    if tp is float:
+        return "a float", lambda v: v if _is_number(v) else _bad()
+    if tp is str:
+        return "a str", lambda v: v if isinstance(v, str) and v else _bad()
+    if origin is tuple:
+        return (
+            "a tuple of ints > 0",
+            lambda v: (
+                tuple(v)
+                if isinstance(v, (tuple, list)) and all(_is_int(x) and x > 0 for x in v)
+                else _bad()
+            ),
+        )
+    raise TypeError(f"unsupported preset field type {tp!r}")
+
+
+class _Bad(Exception):
+    pass
+
+
+def _bad() -> Any:
+    raise _Bad
+
+
+_SCHEMAS: dict[type, dict[str, tuple[str, Callable[[Any], Any], _Rule | None]]] = {}
+
+
+def _schema(cls: type) -> dict[str, tuple[str, Callable[[Any], Any], _Rule | None]]:
+    if cls not in _SCHEMAS:
+        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        _SCHEMAS[cls] = {
+            f.name: (*_describe(hints[f.name]), _RULES.get(f.name)) for f in dataclasses.fields(cls)
+        }
+    return _SCHEMAS[cls]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Base of the per-algorithm preset dataclasses: field checks, ``replace``, ``build``.
+
+    ``task`` is the task the preset was tuned on (the default task of ``tdrl train ALGO``);
+    ``threshold`` the stop threshold (``None``: never stop early); :func:`preset` fills both
+    for the task asked for.
+    """
+
+    algo: ClassVar[str] = ""
+
+    task: str = ""
+    threshold: float | None = None
+
+    def __new__(cls: type[_P], *args: Any, **kwargs: Any) -> _P:
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key in kwargs:
+            if key not in names:
+                raise PresetError(
+                    f"{cls.algo} preset has no field {key!r}: expected one of "
+                    f"{', '.join(sorted(names))}, got {key}={kwargs[key]!r}"
+                )
+        return super().__new__(cls)
+
+    def __post_init__(self) -> None:
+        for name, (text, conv, rule) in _schema(type(self)).items():
+            value = getattr(self, name)
+            try:
+                value = conv(value)
+                ok = rule is None or value is None or rule[1](value)
+            except (_Bad, TypeError):
+                ok = False
+            if not ok:
+                want = f"{text} {rule[0]}" if rule is not None else text
+                raise PresetError(
+                    f"{self.algo} preset field {name!r}: expected {want}, got {value!r}"
+                )
+            object.__setattr__(self, name, value)
+
+    def replace(self: _P, **overrides: Any) -> _P:
+        """A copy with ``overrides`` applied (each checked like at creation)."""
+        return dataclasses.replace(self, **overrides)
+
+    def trainer_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for the trainer: epochs, collects, updates, batch, test size."""
+        kw = {k: getattr(self, k) for k in _TRAINER_FIELDS}
+        kw.update({k: getattr(self, k) for k in _TRAINER_OPTIONAL if hasattr(self, k)})
+        kw["batch_size"] = getattr(self, "batch_size", None)
+        kw["episode_per_test"] = getattr(self, "test_num", None)
+        return kw
+
+    def build(self, observation_space: Any, action_space: Any) -> Any:
+        """Create the algorithm for the given spaces with the builder registered for it."""
+        return entry(self.algo, self.task).builder_fn()(self, observation_space, action_space)
+
+
+# ----------------------------------------------------------------------------- presets
+@dataclass(frozen=True)
+class DQNPreset(Preset):
+    """DQN hyperparameters and trainer settings (defaults: CartPole-v1).
+
+    Warm up with ``collect(n_step=warmup_steps, random=True)``; collect with
+    ``exploration_noise=True`` for both the training and the test collector (the policy
+    uses ``eps_train`` inside training steps and ``eps_test`` outside).
+    """
+
+    algo: ClassVar[str] = "dqn"
+
+    task: str = "CartPole-v1"
+    threshold: float | None = None
+    hidden_sizes: tuple[int, ...] = (128, 128, 128)
+    dueling: bool = False
+    lr: float = 1e-3
+    gamma: float = 0.9
+    n_step: int = 3
+    target_update_freq: int = 320
+    eps_train: float = 0.1
+    eps_test: float = 0.05
+    buffer_size: int = 20_000
+    training_num: int = 10
+    test_num: int = 100
+    warmup_steps: int = 640
+    max_epochs: int = 10
+    step_per_epoch: int = 10_000
+    step_per_collect: int = 10
+    update_per_step: float = 0.1
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class PPOPreset(Preset):
+    """PPO hyperparameters and trainer settings (defaults: CartPole-v1)."""
+
+    algo: ClassVar[str] = "ppo"
+
+    task: str = "CartPole-v1"
+    threshold: float | None = None
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    lr: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    eps_clip: float = 0.2
+    vf_coef: float = 0.5
+    ent_coef: float = 0.0
+    max_grad_norm: float = 0.5
+    advantage_normalization: bool = False
+    value_clip: bool = False
+    return_scaling: bool = False
+    deterministic_eval: bool = True
+    buffer_size: int = 20_000
+    training_num: int = 20
+    test_num: int = 100
+    max_epochs: int = 10
+    step_per_epoch: int = 50_000
+    step_per_collect: int = 2000
+    repeat_per_collect: int = 10
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class SACPreset(Preset):
+    """SAC hyperparameters and trainer settings (defaults: Pendulum-v1).
+
+    Warm up with ``collect(n_step=warmup_steps, random=True)``.
+    """
+
+    algo: ClassVar[str] = "sac"
+
+    task: str = "Pendulum-v1"
+    threshold: float | None = None
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    tau: float = 0.005
+    auto_alpha: bool = True
+    alpha: float = 0.2
+    alpha_lr: float = 3e-4
+    n_step: int = 1
+    buffer_size: int = 20_000
+    training_num: int = 10
+    test_num: int = 10
+    warmup_steps: int = 1000
+    max_epochs: int = 20
+    step_per_epoch: int = 1000
+    step_per_collect: int = 10
+    update_per_step: float = 1.0
+    batch_size: int = 128
+
+
+# ---------------------------------------------------------------------------- registry
+Trainer = Literal["onpolicy", "offpolicy"]
+ActionSpace = Literal["discrete", "continuous", "any"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registry entry: a preset and how to run it.
+
+    :param builder: ``"module:function"``; ``function(preset, observation_space,
+        action_space)`` returns the algorithm.
+    :param trainer: ``"onpolicy"`` or ``"offpolicy"``.
+    :param exploration_noise: whether the training and test collectors add the policy's
+        exploration noise.
+    :param action_space: the action spaces the builder handles: ``"discrete"`` (gymnasium
+        ``Discrete``), ``"continuous"`` (``Box``) or ``"any"`` (both).
+    """
+
+    algo: str
+    family: str
+    preset: Preset
+    builder: str
+    trainer: Trainer
+    exploration_noise: bool
+    action_space: ActionSpace
+
+    def builder_fn(self) -> Callable[[Preset, Any, Any], Any]:
+        """Import and return the builder."""
+        module, _, name = self.builder.partition(":")
+        fn: Callable[[Preset, Any, Any], Any] = getattr(importlib.import_module(module), name)
+        return fn
+
+
+_REGISTRY: dict[tuple[str, str], Entry] = {}
+
+
+def register(
+    algo: str,
+    family: str,
+    preset: Preset,
+    *,
+    builder: str,
+    trainer: Trainer,
+    exploration_noise: bool,
+    action_space: ActionSpace,
+) -> Entry:
+    """Add (or replace) the preset of ``algo`` for task ``family``; return the entry."""
+    if family not in FAMILIES:
+        raise PresetError(f"family: expected one of {', '.join(FAMILIES)}, got {family!r}")
+    if preset.algo != algo:
+        raise PresetError(f"preset: expected a {algo} preset, got a {preset.algo} preset")
+    if trainer not in ("onpolicy", "offpolicy"):
+        raise PresetError(f"trainer: expected 'onpolicy' or 'offpolicy', got {trainer!r}")
+    if action_space not in ("discrete", "continuous", "any"):
+        raise PresetError(
+            f"action_space: expected 'discrete', 'continuous' or 'any', got {action_space!r}"
+        )
+    if ":" not in builder:
+        raise PresetError(f"builder: expected 'module:function', got {builder!r}")
+    e = Entry(algo, family, preset, builder, trainer, exploration_noise, action_space)
+    _REGISTRY[(algo, family)] = e
+    return e
+
+
+def algorithms() -> list[str]:
+    """The algorithms that have at least one preset, sorted."""
+    return sorted({a for a, _ in _REGISTRY})
+
+
+def families(algo: str) -> list[str]:
+    """The task families ``algo`` has a preset for, in :data:`FAMILIES` order."""
+    return [f for f in FAMILIES if (algo, f) in _REGISTRY]
+
+
+def _check_algo(algo: str) -> None:
+    if algo not in algorithms():
+        raise PresetError(f"algorithm: expected one of {', '.join(algorithms())}, got {algo!r}")
+
+
+def default_task(algo: str) -> str:
+    """The task of ``algo``'s first registered preset (``classic`` first)."""
+    _check_algo(algo)
+    return _REGISTRY[(algo, families(algo)[0])].preset.task
+
+
+def entry(algo: str, task: str) -> Entry:
+    """The entry for ``algo`` on ``task``'s family; a one-line :class:`PresetError` if none."""
+    _check_algo(algo)
+    family = task_family(task)
+    if (algo, family) not in _REGISTRY:
+        raise PresetError(
+            f"no {algo} preset for the {family} family (task {task}); "
+            f"{algo} presets exist for: {', '.join(families(algo))}"
+        )
+    return _REGISTRY[(algo, family)]
+
+
+def preset(algo: str, task: str | None = None, **overrides: Any) -> Preset:
+    """The preset of ``algo`` for ``task`` (default: its tuned task), with ``overrides``.
+
+    ``task`` and ``threshold`` (from :func:`stop_threshold`) are filled in unless given.
+
+    >>> preset("sac", "Pendulum-v1", batch_size=0)
+    Traceback (most recent call last):
+    ...
+    tdrl.registry.PresetError: sac preset field 'batch_size': expected an int > 0, got 0
+    """
+    task = task or default_task(algo)
+    base = entry(algo, task).preset
+    if "threshold" not in overrides:
+        overrides["threshold"] = stop_threshold(task)
+    return base.replace(task=task, **overrides)
+
+
+_PRESETS = "tdrl.algorithm.presets"
+register(
+    "dqn",
+    "classic",
+    DQNPreset(),
+    builder=f"{_PRESETS}:build_dqn",
+    trainer="offpolicy",
+    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
+    action_space="discrete",
+)
+register(
+    "ppo",
+    "classic",
+    PPOPreset(),
+    builder=f"{_PRESETS}:build_ppo",
+    trainer="onpolicy",
+    exploration_noise=False,
+    action_space="any",
+)
+register(
+    "sac",
+    "classic",
+    SACPreset(),
+    builder=f"{_PRESETS}:build_sac",
+    trainer="offpolicy",
+    exploration_noise=False,
+    action_space="continuous",
+)
+register(
+    "sac",
+    "mujoco",
+    # Tianshou's examples/mujoco/mujoco_sac.py (its MuJoCo benchmark settings)
+    SACPreset(
+        task="Hopper-v5",
+        hidden_sizes=(256, 256),
+        auto_alpha=False,
+        buffer_size=1_000_000,
+        training_num=1,
+        test_num=10,
+        warmup_steps=10_000,
+        max_epochs=200,
+        step_per_epoch=5000,
+        step_per_collect=1,
+        batch_size=256,
+    ),
+    builder=f"{_PRESETS}:build_sac",
+    trainer="offpolicy",
+    exploration_noise=False,
+    action_space="continuous",
+)
