@@ -263,14 +263,14 @@ class Policy(TensorDictModuleBase):
         finally:
             self._forced_mode = None
         act = out["act"]
-        td.set(self.out_keys[0], self.map_action_torch(act).reshape(*lead, *act.shape[1:]))
+        td.set(self.out_keys[0], self.map_action_torch(act).reshape((*lead, *act.shape[1:])))
         for key, value in out.items():
             if key not in ("act", "state", "log_prob") and isinstance(value, torch.Tensor):
-                td.set(key, value.reshape(*lead, *value.shape[1:]))
+                td.set(key, value.reshape((*lead, *value.shape[1:])))
         sampled = mode is None or mode == ExplorationType.RANDOM
         log_prob = self.log_prob_of(out, act) if sampled else None
         if log_prob is not None:
-            td.set(self.log_prob_key, log_prob.reshape(*lead))
+            td.set(self.log_prob_key, log_prob.reshape(tuple(lead)))
         return td
 
     def log_prob_of(self, out: Batch, act: torch.Tensor) -> torch.Tensor | None:
@@ -729,14 +729,14 @@ class Algorithm(LossModule):
 
     def _get(self, td: TensorDictBase, key: NestedKey, name: str) -> torch.Tensor:
         """``td[key]``; a missing key raises naming the key and the keys present."""
-        try:
-            return td.get(key)
-        except KeyError:
+        value = td.get(key, None)
+        if value is None:
             present = sorted(str(k) for k in td.keys(True, True))
             raise KeyError(
                 f"{type(self).__name__}: the {name} key {key!r} is missing; the batch has "
                 f"{present}. Use set_keys(...) to point the loss at your layout."
-            ) from None
+            )
+        return value
 
     def obs_of(self, td: TensorDictBase) -> Any:
         """The observation of a batch under the configured key."""
