@@ -1,0 +1,255 @@
+"""Distributional-RL building blocks: the C51 projection and the quantile Huber loss.
+
+Shared by the distributional Q-learning family:
+
+* C51 and Rainbow (arXiv:1707.06887, arXiv:1710.02298) build their target distribution with
+  :func:`categorical_projection` over a fixed support from :func:`categorical_support`;
+* QR-DQN (arXiv:1710.10044), IQN (arXiv:1806.06923) and FQF (arXiv:1911.02140) all train their
+  quantile values with :func:`quantile_huber_loss` and feed prioritized replay with
+  :func:`quantile_priority`. They differ only in the fractions ``taus`` they pass (``pred``: the
+  online quantiles of the taken action, ``target``: the n-step target quantiles)::
+
+      # QR-DQN: N fixed fractions shared by all samples; target from the target net, M == N
+      quantile_huber_loss(pred[B, N], target[B, N], quantile_midpoints(N))
+      # IQN: N fractions drawn per sample for the online net, M drawn for the target net
+      quantile_huber_loss(pred[B, N], target[B, M], taus[B, N])
+      # FQF: the midpoints of the proposed fractions tau[B, N + 1]; M == N
+      quantile_huber_loss(pred[B, N], target[B, N], (tau[:, 1:] + tau[:, :-1]) / 2)
+
+All three use ``kappa = 1`` and the weight ``|tau - 1{u < 0}|`` with ``u = target - pred``, as
+Tianshou 2.0.1's ``QRDQN``, ``IQN`` and ``FQF`` do (at ``u == 0`` the Huber term and its gradient
+are 0, so ``<`` here and Tianshou's ``<=`` give the same loss and gradient), and the same
+reduction (see ``sum_over``).
+
+>>> z = categorical_support(-1.0, 1.0, 5)
+>>> categorical_projection(torch.tensor([[0.0, 0.0, 1.0, 0.0, 0.0]]), 0.25, 1.0, z)
+tensor([[0.0000, 0.0000, 0.5000, 0.5000, 0.0000]])
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "categorical_projection",
+    "categorical_support",
+    "quantile_huber_loss",
+    "quantile_midpoints",
+    "quantile_priority",
+]
+
+TensorLike = torch.Tensor | float
+
+
+def categorical_support(
+    v_min: float,
+    v_max: float,
+    num_atoms: int,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """The fixed C51 support: ``num_atoms`` evenly spaced atoms from ``v_min`` to ``v_max``.
+
+    >>> categorical_support(-10.0, 10.0, 5)
+    tensor([-10.,  -5.,   0.,   5.,  10.])
+    """
+    if int(num_atoms) != num_atoms or num_atoms < 2:
+        raise ValueError(f"num_atoms must be an int >= 2, got {num_atoms!r}")
+    if not v_min < v_max:
+        raise ValueError(f"v_min must be < v_max, got v_min={v_min!r} and v_max={v_max!r}")
+    return torch.linspace(v_min, v_max, int(num_atoms), device=device, dtype=dtype)
+
+
+def categorical_projection(
+    next_probs: torch.Tensor,
+    rewards: TensorLike,
+    discount: TensorLike,
+    support: torch.Tensor,
+) -> torch.Tensor:
+    """Project the distribution of ``rewards + discount * Z`` onto the fixed ``support``.
+
+    ``Z`` takes the value ``support[j]`` with probability ``next_probs[..., j]``. Each shifted
+    atom ``Tz_j = clamp(r + d * z_j, v_min, v_max)`` splits its mass between the two neighbouring
+    atoms of the support in proportion to its distance to them (the C51 projection Φ of
+    arXiv:1707.06887, Algorithm 1), so that ``out[..., i] = sum_j p_j * clamp(1 - |Tz_j - z_i| /
+    Δz, 0, 1)``. Only the two atoms each ``Tz_j`` can reach are visited, so the work is
+    ``O(num_atoms)`` per sample (two scatter-adds) instead of the dense ``O(num_atoms ** 2)``,
+    and the two shares of each ``p_j`` add up to 1 exactly.
+
+    :param next_probs: probabilities over the support at the bootstrap state, ``[..., n]``.
+    :param rewards: the (n-step, discounted) reward sum ``sum_{k<n} gamma^k r_{t+k}``, shaped
+        like ``next_probs.shape[:-1]`` (or broadcastable to it, a float included).
+    :param discount: the per-sample discount of the bootstrap, ``gamma^n`` for a chain of ``n``
+        steps and ``0`` where the chain ends in a terminal state (then all mass goes to the
+        projection of ``rewards``). Same shape rules as ``rewards``.
+    :param support: the atoms ``z``, 1-D, evenly spaced and increasing (see
+        :func:`categorical_support`); ``v_min = support[0]``, ``v_max = support[-1]``.
+    :return: the projected probabilities, ``[..., n]`` in ``next_probs``'s dtype and device;
+        each row sums to the row sum of ``next_probs``. Differentiable in ``next_probs``.
+
+    Tianshou's C51 gets the same result from ``returns = rewards + discount * support`` (its
+    n-step return with ``support`` as the target "Q"), clamped and projected with the
+    ``clamp(1 - |Tz - z| / Δz, 0, 1)`` formula; TorchRL's ``DistributionalDQNLoss`` computes it
+    inline with ``discount = gamma ** steps_to_next_obs * (1 - terminated)``.
+
+    >>> z = categorical_support(0.0, 4.0, 5)
+    >>> p = torch.tensor([[0.5, 0.5, 0.0, 0.0, 0.0]])
+    >>> categorical_projection(p, torch.tensor([1.0]), torch.tensor([0.5]), z)
+    tensor([[0.0000, 0.7500, 0.2500, 0.0000, 0.0000]])
+    >>> categorical_projection(p, 10.0, 1.0, z)  # all mass clamped at v_max
+    tensor([[0., 0., 0., 0., 1.]])
+    """
+    if support.dim() != 1 or support.numel() < 2:
+        raise ValueError(f"support must be 1-D with >= 2 atoms, got shape {tuple(support.shape)}")
+    n = support.numel()
+    if next_probs.shape[-1:] != (n,):
+        raise ValueError(
+            f"next_probs must end in the {n} atoms of the support, "
+            f"got shape {tuple(next_probs.shape)}"
+        )
+    dtype, device = next_probs.dtype, next_probs.device
+    z = support.to(device=device, dtype=dtype)
+    r = torch.as_tensor(rewards, dtype=dtype, device=device)
+    d = torch.as_tensor(discount, dtype=dtype, device=device)
+    batch = next_probs.shape[:-1]
+    if _broadcast(r.shape, d.shape, batch) != batch:
+        raise ValueError(
+            f"rewards {tuple(r.shape)} and discount {tuple(d.shape)} must broadcast to the batch "
+            f"shape {tuple(batch)} of next_probs (a trailing dim of 1 must be squeezed first)"
+        )
+    r, d = r.unsqueeze(-1), d.unsqueeze(-1)
+    v_min, v_max = z[0], z[-1]
+    # the spacing from float64 endpoints, as when computed from Python floats (MPS has no float64)
+    wide = dtype if z.device.type == "mps" else torch.float64
+    delta = ((support[-1].to(wide) - support[0].to(wide)) / (n - 1)).to(dtype)
+    tz = torch.clamp(r + d * z, v_min, v_max)
+    tz, probs = torch.broadcast_tensors(tz, next_probs)
+    # each shifted atom falls between atoms lo and hi = lo + 1 (hi = lo at the last atom); the
+    # index is clamped as an integer, so NaN inputs stay in range and show as NaN in the output
+    lo = ((tz - v_min) / delta).floor().long().clamp_(0, n - 1)
+    hi = (lo + 1).clamp_(max=n - 1)
+    # share of the mass that goes up to hi, measured from atom lo (1 - it stays at lo): the two
+    # shares add up to 1 exactly, and at the last atom both land on it
+    up = ((tz - z[lo]) / delta).clamp_(0, 1)
+    out = torch.zeros_like(probs)
+    out.scatter_add_(-1, lo, probs * (1 - up))
+    out.scatter_add_(-1, hi, probs * up)
+    return out
+
+
+def quantile_midpoints(
+    n: int,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """The fixed QR-DQN fractions ``tau_i = (2i + 1) / (2n)``, ``i = 0..n-1``.
+
+    They are the midpoints of ``n`` equal slices of ``[0, 1]``, the minimisers of the
+    1-Wasserstein projection (arXiv:1710.10044, Lemma 2).
+
+    >>> quantile_midpoints(4)
+    tensor([0.1250, 0.3750, 0.6250, 0.8750])
+    """
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    i = torch.arange(int(n), device=device, dtype=dtype or torch.get_default_dtype())
+    return (2 * i + 1) / (2 * int(n))
+
+
+def _broadcast(*shapes: tuple[int, ...] | torch.Size) -> tuple[int, ...] | None:
+    """The broadcast of ``shapes``, or None where they do not broadcast."""
+    try:
+        return tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        return None
+
+
+def _pairwise(pred: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``pred[..., N, 1]`` and ``target[..., 1, M]`` broadcast to ``[..., N, M]``."""
+    if pred.dim() < 1 or target.dim() < 1 or pred.shape[:-1] != target.shape[:-1]:
+        raise ValueError(
+            "pred_quantiles [..., N] and target_quantiles [..., M] need the same batch shape, "
+            f"got {tuple(pred.shape)} and {tuple(target.shape)}"
+        )
+    p, t = torch.broadcast_tensors(pred.unsqueeze(-1), target.detach().unsqueeze(-2))
+    return p, t
+
+
+def _huber(p: torch.Tensor, t: torch.Tensor, kappa: float) -> torch.Tensor:
+    if not kappa >= 0:
+        raise ValueError(f"kappa must be >= 0, got {kappa!r}")
+    return F.smooth_l1_loss(p, t, reduction="none", beta=float(kappa))
+
+
+def quantile_huber_loss(
+    pred_quantiles: torch.Tensor,
+    target_quantiles: torch.Tensor,
+    taus: torch.Tensor,
+    kappa: float = 1.0,
+    *,
+    sum_over: Literal["target", "pred"] = "target",
+) -> torch.Tensor:
+    """Quantile Huber loss per sample (arXiv:1710.10044 eq. 10, arXiv:1806.06923 eq. 3).
+
+    With ``u_ij = target_j - pred_i``::
+
+        rho_ij = |taus_i - 1{u_ij < 0}| * L_kappa(u_ij) / kappa
+        L_kappa(u) = u^2 / 2 if |u| <= kappa else kappa * (|u| - kappa / 2)
+
+    (``kappa = 0`` gives the plain quantile loss ``|taus_i - 1{u < 0}| * |u|``). ``L / kappa`` is
+    ``torch.nn.functional.smooth_l1_loss(beta=kappa)``, what Tianshou uses with ``kappa = 1``.
+
+    :param pred_quantiles: predicted quantile values ``[..., N]`` (the online network's, for the
+        taken action). Gradients flow into them.
+    :param target_quantiles: target quantile values ``[..., M]``; treated as constants.
+    :param taus: the fractions of the predicted quantiles, broadcastable to ``[..., N]``
+        (``[N]`` for QR-DQN, ``[B, N]`` for IQN / FQF); treated as constants.
+    :param kappa: the Huber threshold, ``>= 0``.
+    :param sum_over: ``"target"`` (default): sum over the target quantiles, mean over the
+        predicted ones: Tianshou 2.0.1's ``QRDQN``/``IQN``/``FQF`` reduction
+        (``.sum(-1).mean(1)`` over ``[B, N, M]``). ``"pred"``: sum over the predicted quantiles,
+        mean over the targets, as the papers write it. ``"target"`` gives ``M / N`` times the
+        ``"pred"`` value, so they agree whenever ``N == M`` (always for QR-DQN and FQF).
+    :return: the loss per sample, shaped ``[...]`` (``[B]`` for a batch), unreduced so that the
+        caller can apply prioritized-replay importance weights: ``(loss * weight).mean()``.
+
+    >>> pred = torch.tensor([[0.0, 1.0]], requires_grad=True)
+    >>> loss = quantile_huber_loss(pred, torch.tensor([[0.5, 3.0]]), quantile_midpoints(2))
+    >>> loss
+    tensor([0.9062], grad_fn=<MeanBackward1>)
+    """
+    p, t = _pairwise(pred_quantiles, target_quantiles)
+    if _broadcast(taus.shape, pred_quantiles.shape) != tuple(pred_quantiles.shape):
+        raise ValueError(
+            f"taus {tuple(taus.shape)} must broadcast to pred_quantiles "
+            f"{tuple(pred_quantiles.shape)}"
+        )
+    huber = _huber(p, t, kappa)
+    below = (t - p.detach() < 0).to(huber.dtype)
+    weight = (taus.detach().to(huber.dtype).unsqueeze(-1) - below).abs()
+    rho = weight * huber
+    if sum_over == "target":
+        return rho.sum(-1).mean(-1)
+    if sum_over == "pred":
+        return rho.mean(-1).sum(-1)
+    raise ValueError(f"sum_over must be 'target' or 'pred', got {sum_over!r}")
+
+
+def quantile_priority(
+    pred_quantiles: torch.Tensor, target_quantiles: torch.Tensor, kappa: float = 1.0
+) -> torch.Tensor:
+    """Prioritized-replay priority of quantile methods: ``mean_i sum_j L_kappa(u_ij) / kappa``.
+
+    The unweighted Huber term of :func:`quantile_huber_loss` with its default reduction,
+    detached: what Tianshou's ``QRDQN``, ``IQN`` and ``FQF`` write back as the new priority.
+
+    >>> quantile_priority(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.5, 3.0]]))
+    tensor([2.1250])
+    """
+    p, t = _pairwise(pred_quantiles.detach(), target_quantiles)
+    return _huber(p, t, kappa).sum(-1).mean(-1)

@@ -1,0 +1,176 @@
+"""Noisy linear layers for exploration (NoisyNet, arXiv:1706.10295), as used by Rainbow.
+
+:class:`NoisyLinear` learns a mean and a scale for every weight and adds factorised Gaussian
+noise to them in training mode; :func:`resample_noise` draws fresh noise for every noisy layer
+of a network (once per gradient step, as the paper does).
+
+>>> _ = torch.manual_seed(0)
+>>> net = nn.Sequential(NoisyLinear(4, 8), nn.ReLU(), NoisyLinear(8, 2))
+>>> resample_noise(net)
+2
+>>> net(torch.zeros(3, 4)).shape
+torch.Size([3, 2])
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["NoisyLinear", "resample_noise"]
+
+
+def _scaled_noise(size: int, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """``f(x) = sign(x) * sqrt(|x|)`` of standard normal draws (the paper's factorised noise)."""
+    x = torch.randn(size, generator=generator, device=like.device, dtype=like.dtype)
+    return x.sign().mul_(x.abs().sqrt_())
+
+
+class NoisyLinear(nn.Module):
+    """Linear layer with factorised Gaussian noise on its weights (arXiv:1706.10295, §3).
+
+    In training mode::
+
+        W = W_mu + W_sigma * outer(f(eps_out), f(eps_in))     b = b_mu + b_sigma * f(eps_out)
+
+    with ``eps_in ~ N(0, I_p)``, ``eps_out ~ N(0, I_q)`` and ``f(x) = sign(x) sqrt(|x|)``; in eval
+    mode the mean weights ``W_mu, b_mu`` alone (deterministic). Initialisation follows the paper's
+    factorised case, with ``p = in_features``: ``mu ~ U(-1/sqrt(p), 1/sqrt(p))`` and
+    ``sigma = noisy_std / sqrt(p)``, for the weights and the bias.
+
+    Noise is drawn only by :meth:`sample_noise` (alias :meth:`reset_noise`; once at
+    construction), never by ``forward``, so the same noisy weights serve every forward pass until
+    the next draw. Draws come from ``generator`` when one is given (it must live on the layer's
+    device), else from torch's global generator, so ``torch.manual_seed`` makes them reproducible.
+    The noise buffers ``eps_in``/``eps_out`` follow ``.to()``/``.double()`` and are saved in the
+    state dict, so a restored layer reproduces the same noisy outputs. A deep copy (a target
+    network) copies the generator with its state.
+
+    Same draws as Tianshou's ``tianshou.utils.net.discrete.NoisyLinear`` and TorchRL's
+    ``torchrl.modules.NoisyLinear`` under one seed (``mu`` of weight then bias, then ``eps_in``
+    then ``eps_out``). Tianshou's layer matches in every parameter; TorchRL initialises the bias
+    scale to ``noisy_std / sqrt(out_features)`` instead of the paper's ``/ sqrt(in_features)``,
+    and switches noise by TorchRL's exploration type rather than by ``self.training``.
+
+    :param in_features: input features ``p``.
+    :param out_features: output features ``q``.
+    :param noisy_std: ``sigma_0``, the initial noise scale (0.5 in the paper), ``>= 0``.
+    :param device: device of the parameters and noise buffers.
+    :param dtype: dtype of the parameters and noise buffers.
+    :param generator: optional ``torch.Generator`` for the initialisation and the noise.
+
+    >>> _ = torch.manual_seed(0)
+    >>> layer = NoisyLinear(3, 2)
+    >>> x = torch.ones(1, 3)
+    >>> torch.equal(layer(x), layer(x))  # no new noise without sample_noise()
+    True
+    >>> noisy = layer(x); layer.sample_noise()
+    >>> torch.equal(noisy, layer(x))
+    False
+    >>> _ = layer.eval()
+    >>> torch.equal(layer(x), x @ layer.weight_mu.T + layer.bias_mu)
+    True
+    """
+
+    eps_in: torch.Tensor
+    eps_out: torch.Tensor
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        noisy_std: float = 0.5,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        for name, value in (("in_features", in_features), ("out_features", out_features)):
+            if int(value) != value or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if not noisy_std >= 0:
+            raise ValueError(f"noisy_std must be >= 0, got {noisy_std!r}")
+        self.in_features = int(in_features)
+        self.out_features = int(out_features)
+        self.noisy_std = float(noisy_std)
+        self.generator = generator
+        kw = {"device": device, "dtype": dtype}
+        q, p = self.out_features, self.in_features
+        self.weight_mu = nn.Parameter(torch.empty(q, p, **kw))  # type: ignore[arg-type]
+        self.weight_sigma = nn.Parameter(torch.empty(q, p, **kw))  # type: ignore[arg-type]
+        self.bias_mu = nn.Parameter(torch.empty(q, **kw))  # type: ignore[arg-type]
+        self.bias_sigma = nn.Parameter(torch.empty(q, **kw))  # type: ignore[arg-type]
+        self.register_buffer("eps_in", torch.empty(p, **kw))  # type: ignore[arg-type]
+        self.register_buffer("eps_out", torch.empty(q, **kw))  # type: ignore[arg-type]
+        self.reset_parameters()
+        self.sample_noise()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """Initialise as in the paper: ``mu ~ U(±1/sqrt(p))``, ``sigma = noisy_std/sqrt(p)``."""
+        bound = 1.0 / math.sqrt(self.in_features)
+        self.weight_mu.uniform_(-bound, bound, generator=self.generator)
+        self.bias_mu.uniform_(-bound, bound, generator=self.generator)
+        self.weight_sigma.fill_(self.noisy_std * bound)
+        self.bias_sigma.fill_(self.noisy_std * bound)
+
+    @torch.no_grad()
+    def sample_noise(self) -> None:
+        """Draw new factorised noise (``eps_in`` first, then ``eps_out``)."""
+        self.eps_in.copy_(_scaled_noise(self.in_features, self.eps_in, self.generator))
+        self.eps_out.copy_(_scaled_noise(self.out_features, self.eps_out, self.generator))
+
+    def reset_noise(self) -> None:
+        """Alias of :meth:`sample_noise` (TorchRL's name)."""
+        self.sample_noise()
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The weight this layer applies now: noisy in training mode, ``weight_mu`` in eval."""
+        if not self.training:
+            return self.weight_mu
+        return torch.addcmul(
+            self.weight_mu, self.weight_sigma, torch.outer(self.eps_out, self.eps_in)
+        )
+
+    @property
+    def bias(self) -> torch.Tensor:
+        """The bias this layer applies now: noisy in training mode, ``bias_mu`` in eval."""
+        if not self.training:
+            return self.bias_mu
+        return torch.addcmul(self.bias_mu, self.bias_sigma, self.eps_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ W.T + b`` with the current (noisy or mean) weights."""
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, " + (
+            f"noisy_std={self.noisy_std}"
+        )
+
+
+def resample_noise(module: nn.Module) -> int:
+    """Draw new noise in every noisy layer of ``module`` (itself included); return how many.
+
+    Calls :meth:`NoisyLinear.sample_noise`, and ``reset_noise()`` of other modules that have one
+    (TorchRL's noisy layers), in ``module.modules()`` order.
+
+    >>> resample_noise(nn.Linear(2, 2))
+    0
+    """
+    count = 0
+    for m in module.modules():
+        if isinstance(m, NoisyLinear):
+            m.sample_noise()
+        else:
+            reset = getattr(m, "reset_noise", None)
+            if not callable(reset):
+                continue
+            reset()
+        count += 1
+    return count
