@@ -861,10 +861,10 @@ class Algorithm(LossModule):
                 src = getattr(self, f"{name}_params")
                 getattr(self, f"target_{name}_params").update_(src.detach())
 
-    def _apply(self, fn: Any, recurse: bool = True) -> Any:  # type: ignore[override]
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``.to()``/``.double()``/...: then re-point target modules and updaters at the
         moved target tensors (casting replaces them)."""
-        out = super()._apply(fn, recurse)
+        out = super()._apply(fn, *args, **kwargs)
         for name, module in self.__dict__.get("_targets", {}).items():
             getattr(self, f"target_{name}_params").to_module(module)
         for upd in self.__dict__.get("_updaters", []):

@@ -99,6 +99,19 @@ def sample_spaces(
     return np.stack([spaces[int(i)].sample() for i in env_ids])
 
 
+def legal_random_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random legal action per row of a boolean ``[n, n_actions]`` mask
+    (a row without a legal action gets a uniformly random one).
+
+    >>> mask = np.array([[False, True, False], [True, False, True]])
+    >>> acts = legal_random_actions(mask, np.random.default_rng(0))
+    >>> bool(mask[np.arange(2), acts].all())
+    True
+    """
+    scores = rng.random(mask.shape) + mask.astype(np.float64)
+    return scores.argmax(axis=1)
+
+
 def _zeros_like_rows(x: Any, n: int) -> Any:
     """A zero hidden state for ``n`` envs shaped like the per-env rows of ``x``."""
     if isinstance(x, torch.Tensor):
@@ -228,8 +241,15 @@ class Collector:
         self._state = _zero_rows(self._state, env_ids)
 
     # ------------------------------------------------------------------ acting
-    def _random_action(self, env_ids: np.ndarray) -> np.ndarray:
-        """Uniform actions from the collector's generator, mapped back to the raw space."""
+    def _random_action(self, env_ids: np.ndarray, obs: Tree = None) -> np.ndarray:
+        """Uniform actions from the collector's generator, mapped back to the raw space.
+
+        With a ``{"obs", "mask"}`` observation (Discrete actions), only legal actions
+        (``mask == True``) are drawn.
+        """
+        mask = obs.get("mask") if isinstance(obs, Mapping) else None
+        if mask is not None:
+            return legal_random_actions(np.asarray(mask), self._rng)
         act = sample_spaces(self.env.action_space, env_ids, self._rng, self._same_spaces)
         inverse = getattr(self.policy, "map_action_inverse", None)
         return np.asarray(inverse(act)) if inverse is not None else act
@@ -348,7 +368,7 @@ class Collector:
         lens: list[int] = []
         while True:
             if random:
-                act, stored = self._random_action(env_ids), None
+                act, stored = self._random_action(env_ids, obs), None
             else:
                 act, stored = self._policy_action(obs, info, env_ids, all_envs)
             obs_next, rew, terminated, truncated, step_info = self.env.step(
@@ -510,7 +530,7 @@ class AsyncCollector(Collector):
             if len(ready):
                 obs = tree_index(self._obs, ready)
                 if random:
-                    act, stored = self._random_action(ready), None
+                    act, stored = self._random_action(ready, obs), None
                 else:
                     info = tree_index(self._info, ready)
                     act, stored = self._policy_action(obs, info, ready, False)
