@@ -9,7 +9,7 @@ Written once here for DDPG, TD3, SAC, REDQ, discrete SAC, TD3+BC, BCQ, CQL, IQL:
   temperature), each stepped by its own stage (:class:`~tdrl.algorithm.base.Stage`);
 * the critic loss ``L_Q = mean(w sum_j (Q_j(s, a) - y)^2)`` against an n-step target
   ``y = G_n + gamma^n (1 - term) V'(s_{t+n})`` whose bootstrap ``V'`` a subclass defines
-  (:meth:`OffPolicyActorCritic.target_value`), with ``td_error = mean_j (Q_j - y)`` for
+  (:meth:`OffPolicyActorCritic.next_value`), with ``td_error = mean_j (Q_j - y)`` for
   prioritized replay;
 * :meth:`OffPolicyActorCritic.q_values` evaluates the ensemble (online or target); for the
   actor's loss outside tdrl's own update it uses detached critic weights, so the actor
@@ -28,7 +28,13 @@ from tensordict import TensorDictBase
 from torch import nn
 from torch.func import functional_call
 
-from tdrl.algorithm.base import Algorithm, OptimizerFactory, Policy
+from tdrl.algorithm.base import (
+    Algorithm,
+    OptimizerFactory,
+    Policy,
+    require_at_least,
+    require_unit,
+)
 from tdrl.data.batch import Batch
 from tdrl.utils.net import QCritic
 
@@ -63,7 +69,7 @@ class OffPolicyActorCritic(Algorithm):
     :param n_step: n-step return horizon (tdrl's buffer path; a TorchRL batch gets
         one-step targets).
 
-    Subclasses implement :meth:`target_value` and register their stages with
+    Subclasses implement :meth:`next_value` and register their stages with
     :meth:`_add_stage` (the critic stage is :meth:`critic_losses`).
     """
 
@@ -79,12 +85,8 @@ class OffPolicyActorCritic(Algorithm):
         n_step: int = 1,
         actor: nn.Module | None = None,
     ) -> None:
-        if not 0.0 <= tau <= 1.0:
-            raise ValueError(f"tau: expected a value in [0, 1], got {tau}")
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
-        if n_step < 1:
-            raise ValueError(f"n_step: expected an int >= 1, got {n_step}")
+        require_unit(tau=tau, gamma=gamma)
+        require_at_least(1, n_step=n_step)
         if not critics:
             raise ValueError("critics: expected at least one critic, got none")
         super().__init__(policy)
@@ -127,27 +129,17 @@ class OffPolicyActorCritic(Algorithm):
         return out.reshape(-1)
 
     # -- targets ------------------------------------------------------------------------
-    def target_value(self, obs_next: Any) -> torch.Tensor:
-        """The bootstrap value ``V'(s') [B]`` (no grad)."""
+    def next_value(self, obs_next: Any) -> torch.Tensor:
+        """The bootstrap value ``V'(s') [B]`` (no grad); each algorithm defines it."""
         raise NotImplementedError
-
-    def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
-        with torch.no_grad():
-            return self.target_value(self._obs_next(buffer, indices))
 
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
         """Add the n-step ``returns``."""
         return self._nstep_returns(batch, buffer, indices, self.gamma, self.n_step)
 
     def prepare(self, td: TensorDictBase) -> TensorDictBase:
-        """One-step ``returns = r + gamma (1 - terminated) V'(s')`` for a TorchRL batch."""
-        if "returns" in td:
-            return td
-        obs_next, rew, term = self.transition_of(td)
-        with torch.no_grad():
-            v = self.target_value(obs_next)
-        td.set("returns", rew + self.gamma * (1.0 - term) * v.to(rew.dtype))
-        return td
+        """One-step ``returns`` for a TorchRL batch (:meth:`Algorithm.one_step_returns`)."""
+        return self.one_step_returns(td)
 
     # -- the critic stage ---------------------------------------------------------------
     def critic_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:

@@ -44,6 +44,8 @@ __all__ = [
     "Policy",
     "call_model",
     "make_batch",
+    "require_at_least",
+    "require_unit",
     "within_training_step",
 ]
 
@@ -397,6 +399,32 @@ class Policy(TensorDictModuleBase):
         if isinstance(self.action_space, gym.spaces.Discrete):
             return int(a)
         return a
+
+
+def require_unit(**values: float) -> None:
+    """Raise ``ValueError`` naming the first argument outside ``[0, 1]``.
+
+    >>> require_unit(gamma=0.99, tau=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: tau: expected a value in [0, 1], got 1.5
+    """
+    for name, value in values.items():
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name}: expected a value in [0, 1], got {value}")
+
+
+def require_at_least(minimum: int, **values: int) -> None:
+    """Raise ``ValueError`` naming the first argument below ``minimum``.
+
+    >>> require_at_least(1, n_step=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_step: expected an int >= 1, got 0
+    """
+    for name, value in values.items():
+        if value < minimum:
+            raise ValueError(f"{name}: expected an int >= {minimum}, got {value}")
 
 
 def _flatten_lead(x: Any, n_lead: int) -> Any:
@@ -774,6 +802,27 @@ class Algorithm(LossModule):
         norm = [((k,) if isinstance(k, str) else tuple(k), gs) for k, gs in steps]
         self._stages.append(Stage(losses, norm))
 
+    def next_value(self, obs_next: Any) -> torch.Tensor:
+        """The bootstrap value ``V'(s') [B]`` of the off-policy families (no grad)."""
+        raise NotImplementedError
+
+    def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
+        """:meth:`next_value` of ``buffer[indices].obs_next`` (for n-step returns)."""
+        with torch.no_grad():
+            return self.next_value(self._obs_next(buffer, indices))
+
+    def one_step_returns(self, td: TensorDictBase) -> TensorDictBase:
+        """Set ``returns = r + gamma (1 - terminated) V'(s')`` (:meth:`next_value`) on a
+        TorchRL batch that has none: TorchRL's default one-step TD target."""
+        if "returns" in td:
+            return td
+        obs_next, rew, term = self.transition_of(td)
+        with torch.no_grad():
+            v = self.next_value(obs_next)
+        gamma: float = self.gamma  # type: ignore[assignment]
+        td.set("returns", rew + gamma * (1.0 - term) * v.to(rew.dtype))
+        return td
+
     def prepare(self, td: TensorDictBase) -> TensorDictBase:
         """Add what the loss needs but a plain TorchRL sample lacks (targets, ...).
 
@@ -914,9 +963,6 @@ class Algorithm(LossModule):
             )
         finally:
             self.__dict__["_cur"] = None
-
-    def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
-        raise NotImplementedError
 
     def _obs_next(self, buffer: Any, indices: np.ndarray) -> Any:
         """``buffer[indices]["obs_next"]``, reusing the batch being preprocessed when the

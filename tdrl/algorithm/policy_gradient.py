@@ -28,7 +28,14 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 from torch.distributions import Categorical, Distribution, Independent, Normal
 
-from tdrl.algorithm.base import Algorithm, Policy, call_model, make_batch
+from tdrl.algorithm.base import (
+    Algorithm,
+    Policy,
+    call_model,
+    make_batch,
+    require_at_least,
+    require_unit,
+)
 from tdrl.algorithm.returns import compute_episodic_return
 from tdrl.data.batch import Batch
 from tdrl.utils.normalize import RunningNorm
@@ -145,12 +152,8 @@ class OnPolicyAlgorithm(Algorithm):
         return_scaling: bool = False,
         recompute_advantage: bool = False,
     ) -> None:
-        if not 0.0 <= gae_lambda <= 1.0:
-            raise ValueError(f"gae_lambda: expected a value in [0, 1], got {gae_lambda}")
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
-        if max_batchsize < 1:
-            raise ValueError(f"max_batchsize: expected an int >= 1, got {max_batchsize}")
+        require_unit(gae_lambda=gae_lambda, gamma=gamma)
+        require_at_least(1, max_batchsize=max_batchsize)
         super().__init__(policy)
         self.policy: ActorPolicy = policy
         self.critic = critic

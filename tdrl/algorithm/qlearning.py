@@ -31,7 +31,15 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictParams
 from torch import nn
 
-from tdrl.algorithm.base import Algorithm, OptimizerFactory, Policy, call_model, make_batch
+from tdrl.algorithm.base import (
+    Algorithm,
+    OptimizerFactory,
+    Policy,
+    call_model,
+    make_batch,
+    require_at_least,
+    require_unit,
+)
 from tdrl.data.batch import Batch
 
 __all__ = ["QLearningAlgorithm", "QLearningPolicy", "mask_q"]
@@ -187,12 +195,9 @@ class QLearningAlgorithm(Algorithm):
         is_double: bool = True,
         max_grad_norm: float | None = None,
     ) -> None:
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
-        if n_step < 1:
-            raise ValueError(f"n_step: expected an int >= 1, got {n_step}")
-        if target_update_freq < 0:
-            raise ValueError(f"target_update_freq: expected >= 0, got {target_update_freq}")
+        require_unit(gamma=gamma)
+        require_at_least(1, n_step=n_step)
+        require_at_least(0, target_update_freq=target_update_freq)
         super().__init__(policy)
         self.policy: QLearningPolicy = policy
         self.gamma = gamma
@@ -211,7 +216,7 @@ class QLearningAlgorithm(Algorithm):
 
     # -- targets ------------------------------------------------------------------------
     @torch.no_grad()
-    def bootstrap(self, obs_next: Any) -> torch.Tensor:
+    def next_value(self, obs_next: Any) -> torch.Tensor:
         """``V'(s') [B]``: the target net's value of the online (double) or its own greedy
         action; without a target net, the online max."""
         q_target = (
@@ -224,21 +229,13 @@ class QLearningAlgorithm(Algorithm):
             return q_target.gather(1, act).squeeze(1)
         return q_target.max(dim=1).values
 
-    def _target_q(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
-        return self.bootstrap(self._obs_next(buffer, indices))
-
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
         """Add the n-step ``returns``."""
         return self._nstep_returns(batch, buffer, indices, self.gamma, self.n_step)
 
     def prepare(self, td: TensorDictBase) -> TensorDictBase:
-        """One-step ``returns = r + gamma (1 - terminated) V'(s')`` for a TorchRL batch."""
-        if "returns" in td:
-            return td
-        obs_next, rew, term = self.transition_of(td)
-        v = self.bootstrap(obs_next)
-        td.set("returns", rew + self.gamma * (1.0 - term) * v.to(rew.dtype))
-        return td
+        """One-step ``returns`` for a TorchRL batch (:meth:`Algorithm.one_step_returns`)."""
+        return self.one_step_returns(td)
 
     # -- loss ---------------------------------------------------------------------------
     def q_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:

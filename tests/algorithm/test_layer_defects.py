@@ -105,7 +105,7 @@ def test_all_illegal_terminal_next_state_gives_finite_targets_and_loss() -> None
     policy = DQNPolicy(model=_MaskNet(), action_space=gym.spaces.Discrete(3))
     alg = DQN(policy=policy, target_update_freq=5, gamma=0.9)
     batch = _masked_batch(torch.zeros(4, 3, dtype=torch.bool), torch.tensor([0, 1, 2, 0]))
-    v = alg.bootstrap(batch["obs_next"])
+    v = alg.next_value(batch["obs_next"])
     assert torch.isfinite(v).all()
     out = alg(alg.prepare(batch))
     assert torch.isfinite(out["loss_qvalue"])

@@ -67,7 +67,7 @@ def test_set_keys_points_loss_and_policy_at_torchrl_layout() -> None:
     out = loss(td)
     assert set(out.keys()) == {"loss_qvalue"} and torch.isfinite(out["loss_qvalue"])
     # the one-step target: r + gamma (1 - terminated) V'(s')
-    v = loss.bootstrap(td["next", "observation"])
+    v = loss.next_value(td["next", "observation"])
     torch.testing.assert_close(td["returns"], td["next", "reward"].reshape(-1) + loss.gamma * v)
 
 

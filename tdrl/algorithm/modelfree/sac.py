@@ -196,7 +196,7 @@ class SAC(OffPolicyActorCritic):
         """The current entropy temperature."""
         return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
 
-    def target_value(self, obs_next: Any) -> torch.Tensor:
+    def next_value(self, obs_next: Any) -> torch.Tensor:
         """``min_j Q'_j(s', a') - alpha log pi(a'|s')`` with ``a' ~ pi(s')``."""
         act, log_prob, _, _ = self.policy.sample(obs_next)
         q = torch.min(*self.q_values(obs_next, act, target=True))
