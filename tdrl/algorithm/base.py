@@ -722,9 +722,6 @@ class Algorithm(LossModule):
         self.policy.set_keys(self.tensor_keys.observation, self.tensor_keys.action)
         self.policy.log_prob_key = self.tensor_keys.sample_log_prob
 
-    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
-        pass
-
     @property
     def torchrl_layout(self) -> bool:
         """Whether the keys point at TorchRL's layout (observation key other than ``obs``)."""
@@ -812,16 +809,80 @@ class Algorithm(LossModule):
             return self.next_value(self._obs_next(buffer, indices))
 
     def one_step_returns(self, td: TensorDictBase) -> TensorDictBase:
-        """Set ``returns = r + gamma (1 - terminated) V'(s')`` (:meth:`next_value`) on a
-        TorchRL batch that has none: TorchRL's default one-step TD target."""
+        """Set ``returns`` on a TorchRL batch that has none: by default TorchRL's one-step
+        TD target ``r + gamma (1 - terminated) V'(s')`` (:meth:`next_value`); after
+        :meth:`make_value_estimator`, that estimator's target over the same ``V'``."""
         if "returns" in td:
             return td
         obs_next, rew, term = self.transition_of(td)
         with torch.no_grad():
-            v = self.next_value(obs_next)
+            v = self.next_value(obs_next).to(rew.dtype)
+        est = self._value_estimator
+        if est is not None:
+            target = est.value_estimate(td, next_value=v.reshape(*td.batch_size, 1))
+            td.set("returns", target.reshape(-1))
+            return td
         gamma: float = self.gamma  # type: ignore[assignment]
-        td.set("returns", rew + gamma * (1.0 - term) * v.to(rew.dtype))
+        td.set("returns", rew + gamma * (1.0 - term) * v)
         return td
+
+    def make_value_estimator(self, value_type: Any = None, **hyperparams: Any) -> None:
+        """Choose how a TorchRL batch's target is estimated, as TorchRL's losses do.
+
+        ``ValueEstimators.TD0`` (the default, ``gamma`` = the algorithm's), ``TD1`` or
+        ``TDLambda`` (``lmbda=...``) build TorchRL's estimator of that kind over
+        :meth:`next_value`; an estimator instance is used as given. The keys follow the
+        loss's ``reward``/``done``/``terminated`` keys. tdrl's own buffer path keeps its
+        n-step returns.
+
+        >>> from torchrl.objectives import ValueEstimators
+        >>> from gymnasium.spaces import Discrete
+        >>> from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
+        >>> alg = DQN(policy=DQNPolicy(model=torch.nn.Linear(2, 2), action_space=Discrete(2)))
+        >>> alg.make_value_estimator(ValueEstimators.TDLambda, lmbda=0.9)
+        >>> type(alg._value_estimator).__name__, alg._value_estimator.gamma.item()
+        ('TDLambdaEstimator', 0.9900000095367432)
+        """
+        from torchrl.objectives import ValueEstimators
+        from torchrl.objectives.value import (
+            TD0Estimator,
+            TD1Estimator,
+            TDLambdaEstimator,
+            ValueEstimatorBase,
+        )
+
+        if isinstance(value_type, ValueEstimatorBase):
+            self._value_estimator = value_type
+            return
+        value_type = ValueEstimators.TD0 if value_type is None else value_type
+        classes = {
+            ValueEstimators.TD0: TD0Estimator,
+            ValueEstimators.TD1: TD1Estimator,
+            ValueEstimators.TDLambda: TDLambdaEstimator,
+        }
+        if value_type not in classes or not hasattr(self, "gamma"):
+            raise NotImplementedError(
+                f"value_type: {type(self).__name__} supports "
+                f"{[v.name for v in classes] if hasattr(self, 'gamma') else []}, "
+                f"got {value_type}"
+            )
+        hyperparams.setdefault("gamma", self.gamma)
+        est = classes[value_type](value_network=None, **hyperparams)
+        self.value_type = value_type
+        self._value_estimator = est
+        self._forward_value_estimator_keys()
+
+    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
+        est = self.__dict__.get("_value_estimator")
+        if est is None:
+            return
+        names: dict[str, NestedKey] = {}
+        for name in ("reward", "done", "terminated"):
+            key = self._next_key(name)  # the estimator looks these up under "next" itself
+            if isinstance(key, tuple) and key[0] == "next":
+                key = key[1:] if len(key) > 2 else key[1]
+            names[name] = key
+        est.set_keys(**names)
 
     def prepare(self, td: TensorDictBase) -> TensorDictBase:
         """Add what the loss needs but a plain TorchRL sample lacks (targets, ...).

@@ -176,7 +176,7 @@ class QLearningAlgorithm(Algorithm):
     :param max_grad_norm: clip the gradient norm (``None``: no clipping).
 
     Subclasses implement :meth:`q_losses` (and, for distributional heads, override
-    :meth:`bootstrap`).
+    :meth:`next_value`).
     """
 
     model: nn.Module

@@ -300,3 +300,33 @@ def test_sac_pendulum_trains_to_threshold_in_a_torchrl_loop() -> None:
     )
     print(f"SAC via TorchRL: {best:.1f} after {frames} frames")
     assert best >= -250.0
+
+
+@pytest.mark.parametrize("kind", ["TD0", "TD1", "TDLambda"])
+def test_make_value_estimator_uses_torchrl_estimators(kind: str) -> None:
+    from torchrl.objectives import ValueEstimators
+
+    loss = tdrl.make_algorithm("dqn", "CartPole-v1")
+    loss.set_keys(observation="observation", action="action")
+    extra = {"lmbda": 0.5} if kind == "TDLambda" else {}
+    loss.make_value_estimator(getattr(ValueEstimators, kind), gamma=0.5, **extra)
+    td = _torchrl_batch(4, 6, torch.randint(2, (6,)))
+    td["next", "done"][-1] = True
+    td["next", "terminated"][-1] = True
+    out = loss(td)
+    assert torch.isfinite(out["loss_qvalue"])
+    v = loss.next_value(td["next", "observation"])
+    r = td["next", "reward"].reshape(-1)
+    if kind == "TD0":
+        expected = r + 0.5 * v * torch.tensor([1.0] * 5 + [0.0])
+        torch.testing.assert_close(td["returns"], expected)
+    else:  # the last (terminal) step's target is its reward under every estimator
+        assert td["returns"][-1].item() == pytest.approx(r[-1].item())
+
+
+def test_make_value_estimator_rejects_unsupported_kinds() -> None:
+    from torchrl.objectives import ValueEstimators
+
+    loss = tdrl.make_algorithm("sac", "Pendulum-v1")
+    with pytest.raises(NotImplementedError, match="value_type: SAC supports"):
+        loss.make_value_estimator(ValueEstimators.GAE)
