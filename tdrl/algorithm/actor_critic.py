@@ -22,6 +22,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 from tensordict import TensorDictBase
@@ -32,13 +33,16 @@ from tdrl.algorithm.base import (
     Algorithm,
     OptimizerFactory,
     Policy,
+    call_model,
+    make_batch,
     require_at_least,
     require_unit,
 )
+from tdrl.algorithm.exploration import BaseNoise
 from tdrl.data.batch import Batch
 from tdrl.utils.net import QCritic
 
-__all__ = ["OffPolicyActorCritic", "reinit_copy"]
+__all__ = ["ContinuousDeterministicPolicy", "OffPolicyActorCritic", "reinit_copy"]
 
 
 def reinit_copy(module: nn.Module) -> nn.Module:
@@ -54,6 +58,66 @@ def reinit_copy(module: nn.Module) -> nn.Module:
         if callable(reset):
             reset()
     return out
+
+
+class ContinuousDeterministicPolicy(Policy):
+    """A deterministic actor ``a = actor(s)`` with additive exploration noise (DDPG, TD3).
+
+    :param actor: ``obs -> action [B, act_dim]`` in ``[-1, 1]`` (e.g.
+        :class:`tdrl.utils.net.DeterministicActor`); recurrent actors with Tianshou's
+        ``forward(obs, state=None, info=None)`` get the hidden state and env info.
+    :param action_space: a ``Box`` space.
+    :param exploration_noise: noise added by :meth:`exploration_noise` inside a training
+        step (e.g. :class:`~tdrl.algorithm.exploration.GaussianNoise` with ``sigma=0.1``, or
+        :class:`~tdrl.algorithm.exploration.OUNoise`); ``None``: no noise.
+    :param action_scaling: scale ``[-1, 1]`` to the Box range in :meth:`map_action`.
+    :param action_bound_method: ``"clip"`` (default), ``"tanh"`` or ``None``.
+
+    >>> from tdrl.utils.net import DeterministicActor
+    >>> from tdrl.algorithm.exploration import GaussianNoise
+    >>> box = gym.spaces.Box(-2.0, 2.0, (1,))
+    >>> p = ContinuousDeterministicPolicy(actor=DeterministicActor(3, 1, (8,)), action_space=box,
+    ...                                   exploration_noise=GaussianNoise(sigma=0.1))
+    >>> p(make_batch({"obs": torch.zeros(4, 3)}, 4))["act"].shape
+    torch.Size([4, 1])
+    """
+
+    def __init__(
+        self,
+        *,
+        actor: nn.Module,
+        action_space: gym.Space,
+        exploration_noise: BaseNoise | None = None,
+        observation_space: gym.Space | None = None,
+        action_scaling: bool = True,
+        action_bound_method: str | None = "clip",
+    ) -> None:
+        if not isinstance(action_space, gym.spaces.Box):
+            raise ValueError(
+                f"action_space: {type(self).__name__} needs a Box action space, got {action_space}"
+            )
+        super().__init__(
+            action_space,
+            observation_space,
+            action_scaling=action_scaling,
+            action_bound_method=action_bound_method,  # type: ignore[arg-type]
+        )
+        self.actor = actor
+        self.noise = exploration_noise
+
+    def forward(self, batch: TensorDictBase, state: Any = None, **kwargs: Any) -> Batch:
+        """``act = actor(obs)`` (and the actor's new hidden state)."""
+        act, hidden = call_model(self.actor, batch["obs"], state, batch.get("info", None))
+        return make_batch({"act": act, "state": hidden}, act.shape[0])
+
+    def exploration_noise(self, act: Any, batch: TensorDictBase) -> Any:
+        """Add the noise inside a training step (collection for training), else nothing."""
+        if self.noise is None or not self.is_within_training_step:
+            return act
+        noise = self.noise(tuple(act.shape))
+        if isinstance(act, torch.Tensor):
+            return act + torch.as_tensor(noise, dtype=act.dtype, device=act.device)
+        return act + noise.astype(np.asarray(act).dtype, copy=False)
 
 
 class OffPolicyActorCritic(Algorithm):
