@@ -1,0 +1,137 @@
+"""Seed sweep: train each preset on seeds 0-4 and record whether it reaches its threshold.
+
+A preset is *done* when at least 4 of 5 seeds reach the registry's stop threshold. Every
+run goes in its own process (``--workers`` at a time) and appends one JSON line to
+``--out`` (default ``sweeps/results.jsonl``); re-running the same command skips the runs
+already recorded, so an interrupted sweep resumes where it stopped. ``--table`` prints the
+Markdown table the README's algorithm table is made from.
+
+    python scripts/seed_sweep.py dqn:CartPole-v1 ppo:CartPole-v1 sac:Pendulum-v1
+    python scripts/seed_sweep.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+DEFAULT_OUT = Path("sweeps/results.jsonl")
+
+
+def run_one(algo: str, task: str, seed: int) -> dict[str, Any]:
+    """Train ``algo`` on ``task`` with ``seed`` in this process; return the record."""
+    from tdrl.launch import ExperimentConfig, run_experiment
+    from tdrl.registry import stop_threshold
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = ExperimentConfig(
+            algo=algo, task=task, seed=seed, logger="none", log_dir=tmp, show_progress=False,
+            plot=False,
+        )
+        start = time.perf_counter()
+        result, _ = run_experiment(cfg)
+        seconds = time.perf_counter() - start
+    threshold = stop_threshold(task)
+    return {
+        "algo": algo,
+        "task": task,
+        "seed": seed,
+        "threshold": threshold,
+        "best_reward": float(result.best_reward),
+        "reached": threshold is not None and result.best_reward >= threshold,
+        "env_step": int(result.env_step),
+        "gradient_step": int(getattr(result, "gradient_step", 0) or 0),
+        "seconds": round(seconds, 1),
+    }
+
+
+def load(out: Path) -> list[dict[str, Any]]:
+    """The records in ``out`` (none if it does not exist)."""
+    if not out.exists():
+        return []
+    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+
+
+def table(records: list[dict[str, Any]]) -> str:
+    """A Markdown table: per preset, seeds reaching the threshold, median steps and time."""
+    rows = [
+        "| algorithm | task | threshold | seeds reaching it | env steps (median) "
+        "| seconds (median) | done |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["algo"], r["task"]), []).append(r)
+    for (algo, task), rs in sorted(groups.items()):
+        ok = [r for r in rs if r["reached"]]
+        steps = statistics.median(r["env_step"] for r in ok) if ok else float("nan")
+        secs = statistics.median(r["seconds"] for r in ok) if ok else float("nan")
+        done = "yes" if len(rs) >= 5 and len(ok) >= 4 else "no"
+        rows.append(
+            f"| {algo} | {task} | {rs[0]['threshold']} | {len(ok)}/{len(rs)} "
+            f"| {steps:,.0f} | {secs:.1f} | {done} |"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line; run the missing (algo, task, seed) runs or print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("presets", nargs="*", help="ALGO:TASK pairs")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--table", action="store_true", help="print the results table")
+    parser.add_argument("--one", nargs=3, metavar=("ALGO", "TASK", "SEED"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        algo, task, seed = args.one
+        print(json.dumps(run_one(algo, task, int(seed))))
+        return 0
+    if args.table:
+        print(table(load(args.out)))
+        return 0
+    done = {(r["algo"], r["task"], r["seed"]) for r in load(args.out)}
+    todo = []
+    for spec in args.presets:
+        if ":" not in spec:
+            print(f"preset: expected ALGO:TASK, got {spec!r}", file=sys.stderr)
+            return 2
+        algo, task = spec.split(":", 1)
+        todo += [(algo, task, s) for s in range(args.seeds) if (algo, task, s) not in done]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+
+    def launch(job: tuple[str, str, int]) -> None:
+        algo, task, seed = job
+        cmd = [sys.executable, __file__, "--one", algo, task, str(seed)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            print(f"{algo} {task} seed {seed}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+            return
+        with args.out.open("a") as f:
+            f.write(lines[-1] + "\n")
+        rec = json.loads(lines[-1])
+        print(
+            f"{algo} {task} seed {seed}: best {rec['best_reward']:.1f} "
+            f"({'reached' if rec['reached'] else 'missed'}), {rec['env_step']} steps, "
+            f"{rec['seconds']} s",
+            flush=True,
+        )
+
+    with ThreadPoolExecutor(args.workers) as pool:
+        list(pool.map(launch, todo))
+    print(table(load(args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
