@@ -2,9 +2,17 @@
 
 Every session installs the CPU build of ``torch==2.13.0`` first: any other version pulls a
 multi-GB CUDA build on the project's machines.
+
+CI (``.ci/run``) runs ``tests lint typecheck`` (the README's test command), then ``oracle``
+(the suite again with Tianshou installed, so the differential tests run and may not be
+skipped), then ``slow`` (convergence, two workers). ``slower`` (long MuJoCo convergence
+runs), ``envpool`` and ``bench`` are run by hand.
 """
 
 from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import nox
 
@@ -13,6 +21,7 @@ nox.options.reuse_existing_virtualenvs = True
 
 TORCH = "torch==2.13.0"
 TIANSHOU = "tianshou==2.0.1"
+QUIET = {"RL_WARNINGS": "0"}
 
 
 def _install(session: nox.Session, extras: str = "dev,hdf5,logging,mujoco") -> None:
@@ -24,19 +33,27 @@ def _install(session: nox.Session, extras: str = "dev,hdf5,logging,mujoco") -> N
 def tests(session: nox.Session) -> None:
     """The default, fast suite (unit, property, doctest, short end-to-end)."""
     _install(session)
-    session.run("pytest", "-q", *session.posargs, env={"RL_WARNINGS": "0"})
+    session.run("pytest", "-q", *session.posargs, env=QUIET)
 
 
 @nox.session
 def slow(session: nox.Session) -> None:
-    """Convergence tests: train agents to Tianshou's thresholds."""
+    """Convergence tests (CI): train agents to Tianshou's thresholds, two at a time."""
     _install(session)
-    session.run("pytest", "-q", "-m", "slow", "tests", *session.posargs, env={"RL_WARNINGS": "0"})
+    session.run("pytest", "-q", "-m", "slow", "-n", "2", "tests", *session.posargs, env=QUIET)
+
+
+@nox.session
+def slower(session: nox.Session) -> None:
+    """Long convergence tests outside CI (MuJoCo presets, up to an hour each)."""
+    _install(session)
+    session.run("pytest", "-q", "-m", "slower", "tests", *session.posargs, env=QUIET)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""
+    session.install(TORCH)
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
@@ -49,12 +66,37 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "tdrl")
 
 
+def _check_oracle_ran(report: Path) -> tuple[int, list[str]]:
+    """(Tianshou tests run, tests skipped for want of Tianshou) in a JUnit report."""
+    ran, skipped = 0, []
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        skip = case.find("skipped")
+        if skip is not None and "tianshou" in (skip.get("message") or "").lower():
+            skipped.append(name)
+        elif skip is None and "tianshou" in name.lower():
+            ran += 1
+    return ran, skipped
+
+
 @nox.session
 def oracle(session: nox.Session) -> None:
-    """The default suite with Tianshou installed, so its differential tests run too."""
+    """The default suite with Tianshou installed, so its differential tests run too.
+
+    Enforced: the session fails if Tianshou does not import or if any test was skipped for
+    want of it.
+    """
     _install(session)
     session.install(TIANSHOU)
-    session.run("pytest", "-q", *session.posargs, env={"RL_WARNINGS": "0"})
+    session.run("python", "-c", "import tianshou; assert tianshou.__version__ == '2.0.1'")
+    report = Path(session.create_tmp()) / "oracle-junit.xml"
+    session.run("pytest", "-q", "-rs", f"--junitxml={report}", *session.posargs, env=QUIET)
+    ran, skipped = _check_oracle_ran(report)
+    if skipped:
+        session.error(f"{len(skipped)} oracle tests skipped for want of Tianshou: {skipped[:5]}")
+    if ran == 0 and not session.posargs:
+        session.error("no Tianshou differential test ran")
+    session.log(f"{ran} Tianshou differential tests ran")
 
 
 @nox.session
@@ -69,4 +111,4 @@ def bench(session: nox.Session) -> None:
     """Speed benchmarks: tdrl and Tianshou side by side in one process, ratios printed."""
     _install(session)
     session.install(TIANSHOU)
-    session.run("python", "-m", "benchmarks", *session.posargs, env={"RL_WARNINGS": "0"})
+    session.run("python", "-m", "benchmarks", *session.posargs, env=QUIET)

@@ -262,7 +262,8 @@ def _schema(cls: type) -> dict[str, tuple[str, Callable[[Any], Any], _Rule | Non
     if cls not in _SCHEMAS:
         hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
         _SCHEMAS[cls] = {
-            f.name: (*_describe(hints[f.name]), _RULES.get(f.name)) for f in dataclasses.fields(cls)
+            f.name: (*_describe(hints[f.name]), {**_RULES, **cls.rules}.get(f.name))  # type: ignore[attr-defined]
+            for f in dataclasses.fields(cls)
         }
     return _SCHEMAS[cls]
 
@@ -277,6 +278,8 @@ class Preset:
     """
 
     algo: ClassVar[str] = ""
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {}
+    """Extra range checks by field name, for fields :data:`_RULES` does not know."""
 
     task: str = ""
     threshold: float | None = None
@@ -286,8 +289,8 @@ class Preset:
         for key in kwargs:
             if key not in names:
                 raise PresetError(
-                    f"{cls.algo} preset has no field {key!r}: expected one of "
-                    f"{', '.join(sorted(names))}, got {key}={kwargs[key]!r}"
+                    f"{cls.algo} preset field {key!r}: expected one of the fields "
+                    f"{', '.join(sorted(names))}, got unknown field {key!r} = {kwargs[key]!r}"
                 )
         return super().__new__(cls)
 
@@ -451,6 +454,7 @@ class Entry:
 
 
 _REGISTRY: dict[tuple[str, str], Entry] = {}
+_TASK_REGISTRY: dict[tuple[str, str], Entry] = {}  # task-specific entries win
 
 
 def register(
@@ -462,8 +466,13 @@ def register(
     trainer: Trainer,
     exploration_noise: bool,
     action_space: ActionSpace,
+    task: str | None = None,
 ) -> Entry:
-    """Add (or replace) the preset of ``algo`` for task ``family``; return the entry."""
+    """Add (or replace) the preset of ``algo`` for task ``family``; return the entry.
+
+    With ``task``, the entry applies to that gymnasium id only and wins over the family's
+    (e.g. PPO's continuous Pendulum-v1 preset beside its CartPole-tuned classic one).
+    """
     if family not in FAMILIES:
         raise PresetError(f"family: expected one of {', '.join(FAMILIES)}, got {family!r}")
     if preset.algo != algo:
@@ -477,17 +486,43 @@ def register(
     if ":" not in builder:
         raise PresetError(f"builder: expected 'module:function', got {builder!r}")
     e = Entry(algo, family, preset, builder, trainer, exploration_noise, action_space)
-    _REGISTRY[(algo, family)] = e
+    if task is not None:
+        if task_family(task) != family:
+            raise PresetError(f"task: expected a {family} task, got {task!r}")
+        _TASK_REGISTRY[(algo, task)] = e
+    else:
+        _REGISTRY[(algo, family)] = e
     return e
+
+
+_DISCOVERED = False
+
+
+def _discover() -> None:
+    """Import every preset module of the :mod:`tdrl.presets` package once (plain data:
+    each defines its preset class and calls :func:`register`; builders import torch only
+    when called)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    import pkgutil
+
+    import tdrl.presets as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        importlib.import_module(f"tdrl.presets.{info.name}")
 
 
 def algorithms() -> list[str]:
     """The algorithms that have at least one preset, sorted."""
-    return sorted({a for a, _ in _REGISTRY})
+    _discover()
+    return sorted({a for a, _ in _REGISTRY} | {a for a, _ in _TASK_REGISTRY})
 
 
 def families(algo: str) -> list[str]:
     """The task families ``algo`` has a preset for, in :data:`FAMILIES` order."""
+    _discover()
     return [f for f in FAMILIES if (algo, f) in _REGISTRY]
 
 
@@ -499,12 +534,17 @@ def _check_algo(algo: str) -> None:
 def default_task(algo: str) -> str:
     """The task of ``algo``'s first registered preset (``classic`` first)."""
     _check_algo(algo)
-    return _REGISTRY[(algo, families(algo)[0])].preset.task
+    fams = families(algo)
+    if fams:
+        return _REGISTRY[(algo, fams[0])].preset.task
+    return sorted(t for a, t in _TASK_REGISTRY if a == algo)[0]
 
 
 def entry(algo: str, task: str) -> Entry:
     """The entry for ``algo`` on ``task``'s family; a one-line :class:`PresetError` if none."""
-    _check_algo(algo)
+    _check_algo(algo)  # discovers the preset modules
+    if (algo, task) in _TASK_REGISTRY:
+        return _TASK_REGISTRY[(algo, task)]
     family = task_family(task)
     if (algo, family) not in _REGISTRY:
         raise PresetError(
