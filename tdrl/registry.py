@@ -22,11 +22,14 @@ Every field is checked when a preset is created or overridden (``replace``,
 value out of range is a :class:`PresetError` (a ``ValueError``) naming the field, what was
 expected and what was given.
 
-Adding an algorithm: define its preset class here (a ``@dataclass(frozen=True)`` subclass of
-:class:`Preset` with ``algo = "name"``; field names listed in ``_RULES`` get their range
-checks for free), write ``build_<name>(preset, observation_space, action_space)`` (e.g. in
-:mod:`tdrl.algorithm.presets`), then :func:`register` one entry per task family it has been
-tuned for. Adding a family preset for an existing algorithm is one :func:`register` call.
+Adding an algorithm: a module in the :mod:`tdrl.presets` package (imported by the first
+lookup here, so nothing else needs editing) defines its preset class (a
+``@dataclass(frozen=True)`` subclass of :class:`Preset` with ``algo = "name"``; field names
+listed in ``_RULES`` get their range checks for free, other fields their type check), a
+builder ``build(preset, observation_space, action_space)`` that imports torch only when
+called, and one :func:`register` call per task family it has been tuned for. Adding a family
+preset for an existing algorithm is one :func:`register` call. DQN, PPO and SAC are
+registered below, with builders in :mod:`tdrl.algorithm.presets`.
 
 Stop thresholds: :data:`STOP_THRESHOLDS` wins; a task it does not list takes gymnasium's
 ``reward_threshold`` (looked up when asked); with neither, training never stops early.
