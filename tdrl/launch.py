@@ -32,7 +32,6 @@ from tdrl.utils.logger import BaseLogger, ConsoleLogger, CSVLogger, LazyLogger
 __all__ = [
     "CURVE_KEY",
     "LOGGERS",
-    "PRESETS",
     "ExperimentConfig",
     "add_train_arguments",
     "config_from_args",
@@ -42,8 +41,6 @@ __all__ = [
     "seed_everything",
 ]
 
-PRESETS: dict[str, Preset] = {a: registry.preset(a) for a in registry.algorithms()}
-"""Each algorithm's preset for its default task (see :mod:`tdrl.registry` for the rest)."""
 TRAINERS = {"onpolicy": OnPolicyTrainer, "offpolicy": OffPolicyTrainer}
 CURVE_KEY = "test/returns_stat/mean"
 
@@ -75,6 +72,15 @@ class ExperimentConfig:
     def run_name(self) -> str:
         """A directory name unique to the algorithm, task and seed."""
         return f"{self.algo}-{self.task}-seed{self.seed}"
+
+
+def __getattr__(name: str) -> Any:
+    """``PRESETS``: each algorithm's preset for its default task, built on first access
+    (kept for scripts; :func:`tdrl.registry.preset` gives any algorithm/task pair)."""
+    if name == "PRESETS":
+        presets: dict[str, Preset] = {a: registry.preset(a) for a in registry.algorithms()}
+        return presets
+    raise AttributeError(f"module 'tdrl.launch' has no attribute {name!r}")
 
 
 def seed_everything(seed: int) -> None:

