@@ -1,0 +1,211 @@
+"""Soft Actor-Critic for discrete actions (arXiv:1910.07207).
+
+The actor is categorical, ``pi(.|s) = softmax(actor(s))``, and each critic gives every
+action's value at once, ``Q_j(s) -> [B, |A|]``, so the expectations over actions that SAC
+estimates with one sampled action are computed exactly. On the off-policy actor-critic
+base (twin critics, their n-step critic loss, soft targets) a gradient step is::
+
+    V'(s') = sum_a pi(a|s') min_j Q'_j(s', a) + alpha H(pi(.|s'))
+    y      = r + gamma^n (1 - term) V'(s_{t+n})
+    L_Q     = mean(w sum_j (Q_j(s, a) - y)^2)                            (critic step)
+    L_pi    = -mean(alpha H(pi(.|s)) + sum_a pi(a|s) min_j Q_j(s, a))     (actor step;
+                                                          Q without gradient)
+    L_alpha = -mean(log_alpha (H_target - H(pi(.|s))))                    (auto alpha)
+    Q'_j <- (1 - tau) Q'_j + tau Q_j
+
+With auto-alpha, the ``"auto"`` target entropy is ``0.98 log |A|`` (Tianshou's test and
+Atari example), close to the entropy of the uniform policy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any
+
+import gymnasium as gym
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictParams
+from torch import nn
+from torch.distributions import Categorical
+
+from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
+from tdrl.algorithm.base import OptimizerFactory, call_model
+from tdrl.algorithm.modelfree.sac import AutoAlpha
+from tdrl.algorithm.policy_gradient import ActorPolicy
+
+__all__ = ["DiscreteSAC", "DiscreteSACPolicy"]
+
+AUTO_ENTROPY_RATIO = 0.98
+"""``"auto"`` target entropy: this fraction of the uniform policy's entropy ``log |A|``."""
+
+
+class DiscreteSACPolicy(ActorPolicy):
+    """Categorical policy ``pi(.|s) = softmax(actor(s))``; greedy (argmax) when evaluating.
+
+    :param actor: ``obs -> logits [B, |A|]`` (e.g. :class:`tdrl.utils.net.DiscreteActor`);
+        recurrent actors with ``forward(obs, state=None, info=None)`` get the hidden state.
+    :param action_space: a ``Discrete`` space.
+    :param deterministic_eval: act with the most probable action outside training steps.
+
+    The result holds ``act`` and ``logits``; ``result.dist`` is the ``Categorical``.
+
+    >>> from tdrl.algorithm.base import make_batch
+    >>> p = DiscreteSACPolicy(actor=torch.nn.Linear(4, 3), action_space=gym.spaces.Discrete(3))
+    >>> out = p(make_batch({"obs": torch.zeros(2, 4)}, 2))
+    >>> out["act"].shape, out["logits"].shape, type(out.dist).__name__
+    (torch.Size([2]), torch.Size([2, 3]), 'Categorical')
+    """
+
+    def __init__(
+        self,
+        *,
+        actor: nn.Module,
+        action_space: gym.Space,
+        deterministic_eval: bool = True,
+        observation_space: gym.Space | None = None,
+    ) -> None:
+        if not isinstance(action_space, gym.spaces.Discrete):
+            raise ValueError(f"action_space: expected Discrete, got {type(action_space).__name__}")
+        super().__init__(
+            actor=actor,
+            action_space=action_space,
+            deterministic_eval=deterministic_eval,
+            observation_space=observation_space,
+        )
+
+    def probs(self, obs: Any) -> Categorical:
+        """The action distribution ``pi(.|obs)`` (with gradient into the actor)."""
+        dist: Categorical = self.dist(obs)[0]  # type: ignore[assignment]
+        return dist
+
+
+class DiscreteSAC(OffPolicyActorCritic):
+    """SAC for ``Discrete`` actions with twin ``Q(s) -> [B, |A|]`` critics.
+
+    :param policy: a :class:`DiscreteSACPolicy`.
+    :param policy_optim: optimizer factory (or Adam lr) for the actor.
+    :param critic: ``obs -> Q [B, |A|]`` (e.g. :class:`tdrl.utils.net.QNet`).
+    :param critic_optim: optimizer factory (or Adam lr) for both critics.
+    :param critic2: the second critic (default: a re-initialized copy of ``critic``).
+    :param tau: soft target update rate.
+    :param gamma: discount factor.
+    :param alpha: a fixed entropy temperature, or an :class:`AutoAlpha`
+        (``"auto"`` target entropy: ``0.98 log |A|``).
+    :param n_step: n-step return horizon.
+
+    >>> from tdrl.utils.net import DiscreteActor, QNet
+    >>> space = gym.spaces.Discrete(2)
+    >>> alg = DiscreteSAC(policy=DiscreteSACPolicy(actor=DiscreteActor(4, 2), action_space=space),
+    ...                   critic=QNet(4, 2, (16,)), alpha=AutoAlpha("auto"))
+    >>> round(alg.auto_alpha.target_entropy, 4), alg.q_values(torch.zeros(3, 4))[0].shape
+    (0.6793, torch.Size([3, 2]))
+    """
+
+    critic1: nn.Module
+    critic1_params: TensorDictParams
+    target_critic1_params: TensorDictParams
+    critic2: nn.Module
+    critic2_params: TensorDictParams
+    target_critic2_params: TensorDictParams
+
+    def __init__(
+        self,
+        *,
+        policy: DiscreteSACPolicy,
+        policy_optim: OptimizerFactory | float = 1e-3,
+        critic: nn.Module,
+        critic_optim: OptimizerFactory | float = 1e-3,
+        critic2: nn.Module | None = None,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        alpha: float | AutoAlpha = 0.2,
+        n_step: int = 1,
+    ) -> None:
+        if not isinstance(policy, DiscreteSACPolicy):
+            raise ValueError(f"policy: expected a DiscreteSACPolicy, got {type(policy).__name__}")
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critics=[critic, critic2 if critic2 is not None else reinit_copy(critic)],
+            critic_optim=critic_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step=n_step,
+        )
+        self.policy: DiscreteSACPolicy = policy
+        self.auto_alpha: AutoAlpha | None = None
+        self._alpha = 0.0
+        steps = [("loss_actor", self.policy_optim)]
+        if isinstance(alpha, AutoAlpha):
+            self.auto_alpha = alpha
+            if alpha.target_entropy == "auto":
+                n = int(policy.action_space.n)  # type: ignore[union-attr, arg-type]
+                alpha.target_entropy = AUTO_ENTROPY_RATIO * math.log(n)
+            self.alpha_optim = self._create_optimizer([alpha.log_alpha], alpha.optim_spec)
+            steps.append(("loss_alpha", self.alpha_optim))
+        else:
+            self._alpha = float(alpha)
+        self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
+        self._add_stage(self.actor_losses, *steps)
+
+    @property
+    def critic1_old(self) -> nn.Module:
+        """The first target critic."""
+        return self.critics_old[0]  # type: ignore[no-any-return]
+
+    @property
+    def critic2_old(self) -> nn.Module:
+        """The second target critic."""
+        return self.critics_old[1]  # type: ignore[no-any-return]
+
+    @property
+    def alpha(self) -> float:
+        """The current entropy temperature."""
+        return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
+
+    def q_values(
+        self,
+        obs: Any,
+        act: torch.Tensor | None = None,
+        target: bool = False,
+        detach: bool = False,
+    ) -> list[torch.Tensor]:
+        """Each critic's ``Q(obs, .) [B, |A|]``, or ``Q(obs, act) [B]`` given ``act``.
+
+        :param target: use the target critics.
+        :param detach: no gradient at all (the critics take no action, so nothing else
+            could receive one).
+        """
+        critics: list[Any] = self.critics_old if target else list(self.critics)
+        with torch.no_grad() if detach else contextlib.nullcontext():
+            qs = [call_model(c, obs)[0] for c in critics]
+        if act is None:
+            return qs
+        index = act.long().reshape(-1, 1)
+        return [q.gather(1, index).squeeze(1) for q in qs]
+
+    def next_value(self, obs_next: Any) -> torch.Tensor:
+        """``sum_a pi(a|s') min_j Q'_j(s', a) + alpha H(pi(.|s'))``."""
+        dist = self.policy.probs(obs_next)
+        q = torch.min(*self.q_values(obs_next, target=True))
+        return (dist.probs * q).sum(-1) + self.alpha * dist.entropy()
+
+    def actor_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """``loss_actor = -mean(alpha H + sum_a pi min_j Q_j)`` (critics without gradient),
+        and with auto-alpha ``loss_alpha = -mean(log_alpha (H_target - H))``."""
+        obs = self.obs_of(td)
+        dist = self.policy.probs(obs)
+        entropy = dist.entropy()
+        q = torch.min(*self.q_values(obs, detach=True))
+        alpha = self.alpha
+        out = {
+            "loss_actor": -(alpha * entropy + (dist.probs * q).sum(-1)).mean(),
+            "entropy": entropy.detach().mean(),
+            "alpha": torch.tensor(alpha),
+        }
+        if self.auto_alpha is not None:
+            deficit = float(self.auto_alpha.target_entropy) - entropy.detach()
+            out["loss_alpha"] = -(self.auto_alpha.log_alpha * deficit).mean()
+        return out

@@ -1,0 +1,200 @@
+"""Randomized Ensembled Double Q-learning (REDQ, arXiv:2101.05982).
+
+SAC with an ensemble of ``N`` critics, a high update-to-data ratio (many gradient steps
+per env step: the trainer's ``update_per_step``) and, per target, a random subset of ``M``
+target critics. On the off-policy actor-critic base (the ensemble, its soft targets, the
+n-step critic loss) REDQ's gradient step is::
+
+    a' ~ pi(s'),  K = M distinct indices of {1..N}  (drawn from torch's generator)
+    y = r + gamma^n (1 - term) (agg_{j in K} Q'_j(s', a') - alpha log pi(a'|s'))
+                                                         (agg: min, or mean)
+    L_Q     = mean(w mean_j (Q_j(s, a) - y)^2)                        (every step)
+    every actor_delay-th step:
+        a~ ~ pi(s),  L_pi = mean(alpha log pi(a~|s) - mean_j Q_j(s, a~))
+        L_alpha = -mean(log_alpha (H_target + log pi(a~|s)))          (auto alpha)
+    Q'_j <- (1 - tau) Q'_j + tau Q_j                                  (every step)
+
+The policy is SAC's tanh-squashed Gaussian (:class:`~tdrl.algorithm.modelfree.sac.SACPolicy`)
+and the temperature SAC's (:class:`~tdrl.algorithm.modelfree.sac.AutoAlpha`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
+from tdrl.algorithm.base import OptimizerFactory, require_at_least
+from tdrl.algorithm.modelfree.sac import AutoAlpha, SACPolicy
+
+__all__ = ["REDQ", "REDQPolicy"]
+
+REDQPolicy = SACPolicy
+"""REDQ acts like SAC: a tanh-squashed Gaussian (Tianshou's ``REDQPolicy``)."""
+
+
+class REDQ(OffPolicyActorCritic):
+    """REDQ: SAC over a critic ensemble with random-subset targets and a delayed actor.
+
+    :param policy: a :class:`~tdrl.algorithm.modelfree.sac.SACPolicy`.
+    :param policy_optim: optimizer factory (or Adam lr) for the actor.
+    :param critic: ``(obs, act) -> Q [B, 1]``: one critic (the ensemble is it plus
+        ``ensemble_size - 1`` re-initialized copies) or the ``ensemble_size`` critics.
+    :param critic_optim: optimizer factory (or Adam lr) for the whole ensemble.
+    :param ensemble_size: ``N``, the number of critics.
+    :param subset_size: ``M``, the number of target critics per target (``1..N``).
+    :param tau: soft target update rate.
+    :param gamma: discount factor.
+    :param alpha: a fixed entropy temperature, or an :class:`AutoAlpha`
+        (``"auto"`` target entropy: ``-dim(A)``).
+    :param n_step: n-step return horizon.
+    :param actor_delay: critic steps per actor (and alpha) step in :meth:`update`.
+    :param target_mode: ``"min"`` or ``"mean"`` over the subset's target Q-values.
+    :param generator: the torch generator the subsets are drawn from (default: torch's
+        global one, seeded by ``torch.manual_seed``).
+
+    >>> import gymnasium as gym
+    >>> from tdrl.utils.net import GaussianActor, QCritic
+    >>> box = gym.spaces.Box(-2.0, 2.0, (1,))
+    >>> policy = SACPolicy(actor=GaussianActor(3, 1, (8,)), action_space=box)
+    >>> alg = REDQ(policy=policy, critic=QCritic(3, 1, (8,)), ensemble_size=4, subset_size=2)
+    >>> len(alg.critics), len(alg.critics_old), alg.draw_subset().shape
+    (4, 4, torch.Size([2]))
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: SACPolicy,
+        policy_optim: OptimizerFactory | float = 1e-3,
+        critic: nn.Module | Sequence[nn.Module],
+        critic_optim: OptimizerFactory | float = 1e-3,
+        ensemble_size: int = 10,
+        subset_size: int = 2,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        alpha: float | AutoAlpha = 0.2,
+        n_step: int = 1,
+        actor_delay: int = 20,
+        target_mode: Literal["min", "mean"] = "min",
+        generator: torch.Generator | None = None,
+    ) -> None:
+        if target_mode not in ("min", "mean"):
+            raise ValueError(f"target_mode: expected 'min' or 'mean', got {target_mode!r}")
+        require_at_least(1, ensemble_size=ensemble_size, actor_delay=actor_delay)
+        if not 0 < subset_size <= ensemble_size:
+            raise ValueError(
+                f"subset_size: expected an int in [1, ensemble_size={ensemble_size}], "
+                f"got {subset_size}"
+            )
+        if isinstance(critic, nn.Module):
+            critics = [critic, *(reinit_copy(critic) for _ in range(ensemble_size - 1))]
+        else:
+            critics = list(critic)
+            if len(critics) != ensemble_size:
+                raise ValueError(
+                    f"critic: expected one critic or ensemble_size={ensemble_size} critics, "
+                    f"got {len(critics)}"
+                )
+        with warnings.catch_warnings():  # TorchRL wants critic<j> annotated, for any N
+            warnings.filterwarnings("ignore", message=".*wasn't part of the annotations")
+            super().__init__(
+                policy=policy,
+                policy_optim=policy_optim,
+                critics=critics,
+                critic_optim=critic_optim,
+                tau=tau,
+                gamma=gamma,
+                n_step=n_step,
+            )
+        self.policy: SACPolicy = policy
+        self.ensemble_size = ensemble_size
+        self.subset_size = subset_size
+        self.actor_delay = actor_delay
+        self.target_mode = target_mode
+        self.generator = generator
+        self.critic_gradient_step = 0
+        self._last_actor_log: list[tuple[str, torch.Tensor]] = []
+        self.auto_alpha: AutoAlpha | None = None
+        self._alpha = 0.0
+        steps = [("loss_actor", self.policy_optim)]
+        if isinstance(alpha, AutoAlpha):
+            self.auto_alpha = alpha
+            if alpha.target_entropy == "auto":
+                alpha.target_entropy = -float(np.prod(policy.action_space.shape))  # type: ignore[arg-type]
+            self.alpha_optim = self._create_optimizer([alpha.log_alpha], alpha.optim_spec)
+            steps.append(("loss_alpha", self.alpha_optim))
+        else:
+            self._alpha = float(alpha)
+        self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
+        self._add_stage(self.actor_losses, *steps)
+
+    @property
+    def alpha(self) -> float:
+        """The current entropy temperature."""
+        return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
+
+    def draw_subset(self) -> torch.Tensor:
+        """``M`` distinct critic indices ``[M]``, uniformly from torch's generator."""
+        perm = torch.randperm(self.ensemble_size, generator=self.generator)
+        return perm[: self.subset_size]
+
+    def next_value(self, obs_next: Any) -> torch.Tensor:
+        """``agg_{j in K} Q'_j(s', a') - alpha log pi(a'|s')`` with ``a' ~ pi(s')`` and a
+        fresh random subset ``K`` (:meth:`draw_subset`)."""
+        act, log_prob, _, _ = self.policy.sample(obs_next)
+        qs = self.q_values(obs_next, act, target=True)
+        subset = torch.stack([qs[j] for j in self.draw_subset().tolist()])
+        q = subset.min(0).values if self.target_mode == "min" else subset.mean(0)
+        return q - self.alpha * log_prob
+
+    def critic_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """``loss_qvalue = mean(w mean_j (Q_j(s, a) - y)^2)``: the base's ensemble loss
+        averaged over the ``N`` critics; sets ``td_error = mean_j (Q_j - y)``."""
+        out = super().critic_losses(td)
+        return {"loss_qvalue": out["loss_qvalue"] / self.ensemble_size}
+
+    def actor_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """``loss_actor = mean(alpha log pi - mean_j Q_j)`` for fresh actions at ``obs``,
+        and with auto-alpha ``loss_alpha = -mean(log_alpha (H_target + log pi))``."""
+        obs = self.obs_of(td)
+        act, log_prob, _, _ = self.policy.sample(obs)
+        q = torch.stack(self.q_values(obs, act, detach=True)).mean(0)
+        alpha = self.alpha
+        out = {
+            "loss_actor": (alpha * log_prob - q).mean(),
+            "entropy": -log_prob.detach().mean(),
+            "alpha": torch.tensor(alpha),
+        }
+        if self.auto_alpha is not None:
+            deficit = float(self.auto_alpha.target_entropy) + log_prob.detach()
+            out["loss_alpha"] = -(self.auto_alpha.log_alpha * deficit).mean()
+        return out
+
+    def _run_stages(self, td: TensorDictBase) -> list[tuple[str, torch.Tensor]]:
+        """The critic stage on every call, the actor stage on every ``actor_delay``-th
+        (in between, the last actor step's terms are logged again, as Tianshou does)."""
+        self.critic_gradient_step += 1
+        if self.critic_gradient_step % self.actor_delay == 0:
+            logged = super()._run_stages(td)
+            self._last_actor_log = [(k, v) for k, v in logged if k != "loss_qvalue"]
+            return logged
+        stages, self._stages = self._stages, self._stages[:1]
+        try:
+            logged = super()._run_stages(td)
+        finally:
+            self._stages = stages
+        return logged + self._last_actor_log
+
+    def _counters(self) -> dict[str, Any]:
+        return {**super()._counters(), "critic_gradient_step": self.critic_gradient_step}
+
+    def _load_counters(self, c: Any) -> None:
+        super()._load_counters(c)
+        self.critic_gradient_step = int(c.get("critic_gradient_step", 0))
