@@ -1,0 +1,327 @@
+"""Categorical DQN, C51 (arXiv:1707.06887): a distribution over a fixed support per action.
+
+The network gives, for each action, probabilities ``p_i(s, a)`` over the fixed atoms
+``z_i = v_min + i * (v_max - v_min) / (N - 1)``, ``i < N``; ``Q(s, a) = sum_i p_i(s, a) z_i``
+(the policy's head hook). The n-step target, the target network and double-Q come from
+:class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`; per gradient step C51 adds::
+
+    R   = sum_{k<n} gamma^k r_{t+k},   d = gamma^n (1 - term)        (n-step, episode-aware)
+    a*  = argmax_a Q(s_{t+n}, a)                 (online net; target net's own with is_double=False)
+    m   = Phi(R + d z, p'(s_{t+n}, a*))          (target net's distribution, projected onto z)
+    CE  = -sum_i m_i log(p_i(s_t, a_t) + 1e-8)
+    L   = mean(w * CE)                           (w: prioritized-replay importance weight, else 1)
+    priorities <- CE                             (when the buffer is prioritized)
+
+``Phi`` is :func:`~tdrl.algorithm.distributional.categorical_projection`: each shifted atom
+``clamp(R + d z_j, v_min, v_max)`` splits ``p'_j`` between its two neighbouring atoms.
+
+With ``n_step > 1`` the distribution bootstrapped is that at ``s_{t+n}``, the state the
+discount ``gamma^n`` belongs to (as in Rainbow, arXiv:1710.02298, and as Tianshou's own
+QR-DQN does). Tianshou 2.0.1's C51 takes it at ``s_{t+1}`` instead; see
+``docs/differences.md``. With ``n_step = 1`` the two agree exactly.
+
+A plain TorchRL batch (``loss(td)``) gets the one-step target ``R = r``, ``d = gamma (1 -
+terminated)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from tdrl.algorithm.base import OptimizerFactory, require_at_least
+from tdrl.algorithm.distributional import categorical_projection
+from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, mask_q
+from tdrl.algorithm.returns import compute_nstep_return
+from tdrl.data.batch import Batch
+
+__all__ = [
+    "C51",
+    "C51Policy",
+    "bootstrap_atoms",
+    "check_atoms",
+    "make_td0_estimator",
+    "taken_atoms",
+]
+
+_CE_EPS = 1e-8  # inside the log of the cross-entropy, as in Tianshou
+# the constant bootstraps 0 and 1: their n-step returns are R and R + d (float64, exact)
+_ZERO_ONE = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+
+
+def check_atoms(out: torch.Tensor, num_atoms: int, name: str) -> None:
+    """Raise ``ValueError`` unless the network output is ``[B, n_actions, num_atoms]``.
+
+    >>> check_atoms(torch.zeros(2, 3, 5), 5, "num_atoms")
+    >>> check_atoms(torch.zeros(2, 3), 5, "num_atoms")
+    Traceback (most recent call last):
+    ...
+    ValueError: model output: expected [B, n_actions, num_atoms=5], got shape (2, 3)
+    """
+    if out.dim() != 3 or out.shape[-1] != num_atoms:
+        raise ValueError(
+            f"model output: expected [B, n_actions, {name}={num_atoms}], "
+            f"got shape {tuple(out.shape)}"
+        )
+
+
+def taken_atoms(
+    policy: QLearningPolicy, obs: Any, act: torch.Tensor, num_atoms: int, name: str
+) -> torch.Tensor:
+    """The online network's atoms ``[B, num_atoms]`` of the stored actions ``act``.
+
+    :param name: the argument that set ``num_atoms``, named by the shape error.
+
+    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 6), torch.nn.Unflatten(1, (2, 3)))
+    >>> p = C51Policy(model=net, action_space=gym.spaces.Discrete(2), num_atoms=3)
+    >>> taken_atoms(p, torch.zeros(4, 1), torch.tensor([0, 1, 1, 0]), 3, "num_atoms").shape
+    torch.Size([4, 3])
+    """
+    out, _, _ = policy.model_output(obs)
+    check_atoms(out, num_atoms, name)
+    index = act.long().reshape(-1, 1, 1).expand(-1, 1, out.shape[-1])
+    return out.gather(1, index).squeeze(1)
+
+
+def bootstrap_atoms(
+    policy: QLearningPolicy, obs_next: Any, target_model: nn.Module | None, is_double: bool
+) -> torch.Tensor:
+    """The atoms ``[B, K]`` of the bootstrap action at ``obs_next`` (no gradient).
+
+    With a target network, the target network's atoms of the action the online network
+    picks (``is_double``, Tianshou's choice) or of the target network's own greedy action;
+    without one, the online network's atoms of its greedy action. Greedy over the expected
+    Q-values (the policy's head hook) among the legal actions.
+
+    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 6), torch.nn.Unflatten(1, (2, 3)))
+    >>> p = C51Policy(model=net, action_space=gym.spaces.Discrete(2), num_atoms=3)
+    >>> bootstrap_atoms(p, torch.zeros(4, 1), None, True).shape
+    torch.Size([4, 3])
+    """
+    with torch.no_grad():
+        if target_model is None:
+            out, mask, _ = policy.model_output(obs_next)
+            q = policy.q_from_output(out)
+        else:
+            out, mask, _ = policy.model_output(obs_next, target_model)
+            q = policy.q_from_output(policy.model_output(obs_next)[0] if is_double else out)
+        if mask is not None:
+            q = mask_q(q, mask)
+        act = q.argmax(dim=-1)
+        return out[torch.arange(out.shape[0], device=out.device), act]
+
+
+class C51Policy(QLearningPolicy):
+    """Greedy (epsilon-greedy) policy over ``Q(s, a) = sum_i p_i(s, a) z_i``.
+
+    :param model: ``obs -> [B, n_actions, num_atoms]`` probabilities (e.g.
+        :class:`tdrl.utils.net_distributional.DistributionalQNet` with ``softmax=True``).
+    :param action_space: a ``Discrete`` space.
+    :param num_atoms: atoms of the support, ``>= 2``.
+    :param v_min: the smallest atom.
+    :param v_max: the largest atom, ``> v_min``.
+    :param eps_training: / :param eps_inference: see :class:`QLearningPolicy`.
+
+    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.utils.net_distributional import DistributionalQNet
+    >>> p = C51Policy(model=DistributionalQNet(4, 2, 11, (8,), softmax=True),
+    ...               action_space=gym.spaces.Discrete(2), num_atoms=11, v_min=-5, v_max=5)
+    >>> p.support.tolist()[:3], p(make_batch({"obs": torch.zeros(3, 4)}, 3))["act"].shape
+    ([-5.0, -4.0, -3.0], torch.Size([3]))
+    """
+
+    support: torch.Tensor
+
+    def __init__(
+        self,
+        *,
+        model: nn.Module,
+        action_space: gym.Space,
+        observation_space: gym.Space | None = None,
+        num_atoms: int = 51,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+        eps_training: float = 0.0,
+        eps_inference: float = 0.0,
+    ) -> None:
+        require_at_least(2, num_atoms=num_atoms)
+        if not v_min < v_max:
+            raise ValueError(f"v_max: expected a value > v_min = {v_min}, got {v_max}")
+        super().__init__(
+            model=model,
+            action_space=action_space,
+            observation_space=observation_space,
+            eps_training=eps_training,
+            eps_inference=eps_inference,
+        )
+        self.num_atoms, self.v_min, self.v_max = int(num_atoms), float(v_min), float(v_max)
+        self.register_buffer("support", torch.linspace(self.v_min, self.v_max, self.num_atoms))
+
+    def q_from_output(self, out: torch.Tensor) -> torch.Tensor:
+        """``Q = sum_i p_i z_i`` ``[B, n_actions]`` from the probabilities ``[B, n_actions, N]``."""
+        check_atoms(out, self.num_atoms, "num_atoms")
+        return (out * self.support).sum(-1)
+
+
+class C51(QLearningAlgorithm):
+    """Categorical DQN: cross-entropy to the projected n-step target distribution.
+
+    :param policy: a :class:`C51Policy`.
+    :param optim: optimizer factory (or Adam learning rate) for ``policy.model``.
+    :param gamma: discount factor.
+    :param n_step: n-step return horizon (tdrl's buffer path; a TorchRL batch gets
+        one-step targets).
+    :param target_update_freq: copy the online weights into the target network every this
+        many gradient steps (``0``: no target network).
+    :param is_double: the online network picks the bootstrap action (Tianshou's C51 always
+        does); ``False``: the target network's own greedy action.
+    :param max_grad_norm: clip the gradient norm (``None``: no clipping).
+
+    >>> from tdrl.utils.net_distributional import DistributionalQNet
+    >>> p = C51Policy(model=DistributionalQNet(4, 2, 11, (8,), softmax=True),
+    ...               action_space=gym.spaces.Discrete(2), num_atoms=11)
+    >>> alg = C51(policy=p, gamma=0.9, n_step=3, target_update_freq=100)
+    >>> td = Batch(obs=torch.zeros(5, 4), act=torch.zeros(5, dtype=torch.long),
+    ...            obs_next=torch.ones(5, 4), target_reward=torch.ones(5),
+    ...            target_discount=torch.full((5,), 0.9))
+    >>> sorted(alg(td).keys()), td["td_error"].shape
+    (['loss_qvalue'], torch.Size([5]))
+    """
+
+    policy: C51Policy
+
+    def __init__(
+        self,
+        *,
+        policy: C51Policy,
+        optim: OptimizerFactory | float = 1e-3,
+        gamma: float = 0.99,
+        n_step: int = 1,
+        target_update_freq: int = 0,
+        is_double: bool = True,
+        max_grad_norm: float | None = None,
+    ) -> None:
+        if not isinstance(policy, C51Policy):
+            raise TypeError(f"policy: expected a C51Policy, got {type(policy).__name__}")
+        super().__init__(
+            policy=policy,
+            optim=optim,
+            gamma=gamma,
+            n_step=n_step,
+            target_update_freq=target_update_freq,
+            is_double=is_double,
+            max_grad_norm=max_grad_norm,
+        )
+
+    # -- targets ------------------------------------------------------------------------
+    def next_probs(self, obs_next: Any) -> torch.Tensor:
+        """``p'(s', a*) [B, N]``: the bootstrap distribution (see :func:`bootstrap_atoms`)."""
+        return bootstrap_atoms(self.policy, obs_next, self.model_old, self.is_double)
+
+    def target_distribution(self, td: TensorDictBase) -> torch.Tensor:
+        """``m = Phi(R + d z, p'(s', a*))`` ``[B, N]``, the target projected onto the support.
+
+        ``R`` and ``d`` are ``target_reward`` and ``target_discount``; ``s'`` is
+        ``bootstrap_obs`` where the n-step chain ends past ``obs_next``, else the next
+        observation. The target network is evaluated here, in the loss stage, so a hard
+        update at the start of this gradient step is already in it (as in Tianshou's C51).
+        """
+        obs = td.get("bootstrap_obs", None)
+        if obs is None:
+            obs = self._get(td, self.next_obs_key, "next observation")
+        p = self.next_probs(obs)
+        rew, discount = td["target_reward"], td["target_discount"]
+        return categorical_projection(p, rew, discount, self.policy.support)
+
+    def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
+        """Add the n-step ``target_reward`` ``R`` and ``target_discount`` ``d``, and the
+        observation ``s_{t+n}`` to bootstrap from (``bootstrap_obs``, where a chain ends
+        past ``obs_next``).
+
+        ``R`` and ``d`` are the n-step returns of the constant bootstrap values 0 and 1, so
+        they follow the buffer's episode rules exactly.
+        """
+        idx = np.asarray(indices)
+        chain: dict[str, np.ndarray] = {}
+
+        def bootstrap(buf: Any, last: np.ndarray) -> torch.Tensor:
+            chain["last"] = last
+            return _ZERO_ONE.expand(len(last), 2)
+
+        r_d = compute_nstep_return({}, buffer, idx, bootstrap, self.gamma, self.n_step)["returns"]
+        dtype = self.policy.support.dtype
+        batch.set("target_reward", r_d[:, 0].to(dtype))
+        batch.set("target_discount", (r_d[:, 1] - r_d[:, 0]).to(dtype))
+        if not np.array_equal(chain["last"], idx):  # always equal with 1-step returns
+            batch.set("bootstrap_obs", buffer[chain["last"]]["obs_next"])
+        return batch
+
+    def prepare(self, td: TensorDictBase) -> TensorDictBase:
+        """One-step ``target_reward = r`` and ``target_discount = gamma (1 - terminated)``
+        for a TorchRL batch (bootstrapped at its next observation)."""
+        if "target_reward" in td:
+            return td
+        _, rew, term = self.transition_of(td)
+        est = self._value_estimator
+        gamma = float(est.gamma) if est is not None else self.gamma  # type: ignore[arg-type]
+        td.set("target_reward", rew)
+        td.set("target_discount", gamma * (1.0 - term))
+        return td
+
+    def make_value_estimator(self, value_type: Any = None, **hyperparams: Any) -> None:
+        """TD(0) only (``gamma`` may be given): the target is a projected distribution.
+
+        >>> from torchrl.objectives import ValueEstimators
+        >>> from tdrl.utils.net_distributional import DistributionalQNet
+        >>> p = C51Policy(model=DistributionalQNet(4, 2, 11, (8,), softmax=True),
+        ...               action_space=gym.spaces.Discrete(2), num_atoms=11)
+        >>> C51(policy=p).make_value_estimator(ValueEstimators.TD1)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: value_type: C51 supports ['TD0'] (...), got ValueEstimators.TD1
+        """
+        make_td0_estimator(self, value_type, hyperparams)
+
+    # -- loss ---------------------------------------------------------------------------
+    def q_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """Cross-entropy of ``p(s, a)`` to the target distribution (set as ``target_dist``);
+        sets ``td_error`` to it."""
+        n = self.policy.num_atoms
+        probs = taken_atoms(self.policy, self.obs_of(td), self.act_of(td), n, "num_atoms")
+        target = self.target_distribution(td).to(probs.dtype)
+        td.set("target_dist", target)
+        ce = -(target * torch.log(probs + _CE_EPS)).sum(-1)
+        td.set("td_error", ce.detach())
+        weight = self.weights(td)
+        loss = (ce * weight.to(ce.dtype)).mean() if weight is not None else ce.mean()
+        return {"loss_qvalue": loss}
+
+
+def make_td0_estimator(
+    alg: QLearningAlgorithm, value_type: Any, hyperparams: dict[str, Any]
+) -> None:
+    """``alg.make_value_estimator`` of the distributional algorithms: TD(0) (the only
+    estimator of a distribution's one-step target; ``gamma`` may be set), else
+    ``NotImplementedError``.
+
+    >>> from tdrl.utils.net_distributional import DistributionalQNet
+    >>> p = C51Policy(model=DistributionalQNet(4, 2, 11, (8,), softmax=True),
+    ...               action_space=gym.spaces.Discrete(2), num_atoms=11)
+    >>> alg = C51(policy=p)
+    >>> make_td0_estimator(alg, None, {"gamma": 0.5})
+    >>> float(alg._value_estimator.gamma)
+    0.5
+    """
+    from torchrl.objectives import ValueEstimators
+
+    if value_type not in (None, ValueEstimators.TD0):
+        raise NotImplementedError(
+            f"value_type: {type(alg).__name__} supports ['TD0'] (a one-step "
+            f"distributional target), got {value_type}"
+        )
+    QLearningAlgorithm.make_value_estimator(alg, value_type, **hyperparams)
