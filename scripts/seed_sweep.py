@@ -33,7 +33,12 @@ def run_one(algo: str, task: str, seed: int) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = ExperimentConfig(
-            algo=algo, task=task, seed=seed, logger="none", log_dir=tmp, show_progress=False,
+            algo=algo,
+            task=task,
+            seed=seed,
+            logger="none",
+            log_dir=tmp,
+            show_progress=False,
             plot=False,
         )
         start = time.perf_counter()

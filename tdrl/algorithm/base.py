@@ -969,14 +969,14 @@ class Algorithm(LossModule):
         with torch.no_grad():
             for name in self._targets:
                 src = getattr(self, f"{name}_params")
-                getattr(self, f"target_{name}_params").update_(src.detach())
+                self._modules[f"target_{name}_params"].update_(src.detach())  # type: ignore[union-attr]
 
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``.to()``/``.double()``/...: then re-point target modules and updaters at the
         moved target tensors (casting replaces them)."""
         out = super()._apply(fn, *args, **kwargs)
         for name, module in self.__dict__.get("_targets", {}).items():
-            getattr(self, f"target_{name}_params").to_module(module)
+            self._modules[f"target_{name}_params"].to_module(module)  # type: ignore[union-attr]
         for upd in self.__dict__.get("_updaters", []):
             refresh = getattr(upd, "refresh", None)
             if refresh is not None:
@@ -994,7 +994,9 @@ class Algorithm(LossModule):
         before building the algorithm: ``.to()`` afterwards breaks the sharing.
         """
         self.convert_to_functional(module, name, create_target_params=True)
-        target = make_target_module(module, getattr(self, f"target_{name}_params"))
+        # not getattr: LossModule.__getattr__ warns (TARGET_NET_WARNING) on any read of
+        # target_<name>_params before a target updater is registered
+        target = make_target_module(module, self._modules[f"target_{name}_params"])
         self._targets[name] = target
         return target
 
