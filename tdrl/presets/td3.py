@@ -1,0 +1,120 @@
+"""TD3 presets (plain data; the builder imports torch when called).
+
+``classic`` (tuned on Pendulum-v1, threshold -250) starts from Tianshou's
+``test/continuous/test_td3.py`` (actor lr 1e-4, critic lr 1e-3, tau 0.005, gamma 0.99,
+exploration noise 0.1, policy noise 0.2 clipped at 0.5, an actor step every 2 critic steps,
+n-step 3, batch 128, 128x128 networks) and, like the SAC preset, takes one gradient step
+per env step after a random warm-up instead of Tianshou's 0.125.
+
+>>> p = TD3Preset()
+>>> p.policy_noise, p.noise_clip, p.update_actor_freq
+(0.2, 0.5, 2)
+>>> p.replace(update_actor_freq=0)
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: td3 preset field 'update_actor_freq': expected an int >= 1, got 0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tdrl.presets.ddpg import NOISE_RULES, make_noise
+from tdrl.registry import Preset, register
+
+__all__ = ["TD3Preset", "build"]
+
+
+@dataclass(frozen=True)
+class TD3Preset(Preset):
+    """TD3 hyperparameters and trainer settings (defaults: Pendulum-v1).
+
+    The exploration noise fields are :class:`~tdrl.presets.ddpg.DDPGPreset`'s;
+    ``policy_noise``/``noise_clip`` smooth the target action (raw action units, ``[-1,
+    1]``; ``noise_clip = 0``: unclipped) and ``update_actor_freq`` delays the actor.
+
+    >>> TD3Preset().replace(noise_clip=-1.0)
+    Traceback (most recent call last):
+    ...
+    tdrl.registry.PresetError: td3 preset field 'noise_clip': expected a float >= 0, got -1.0
+    """
+
+    algo: ClassVar[str] = "td3"
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        **NOISE_RULES,
+        "policy_noise": (">= 0", lambda v: v >= 0),
+        "noise_clip": (">= 0", lambda v: v >= 0),
+        "update_actor_freq": (">= 1", lambda v: v >= 1),
+    }
+
+    task: str = "Pendulum-v1"
+    threshold: float | None = None
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    tau: float = 0.005
+    exploration_noise: str = "gaussian"
+    noise_sigma: float = 0.1
+    policy_noise: float = 0.2
+    noise_clip: float = 0.5
+    update_actor_freq: int = 2
+    n_step: int = 3
+    buffer_size: int = 20_000
+    training_num: int = 10
+    test_num: int = 10
+    warmup_steps: int = 1000
+    max_epochs: int = 20
+    step_per_epoch: int = 1000
+    step_per_collect: int = 10
+    update_per_step: float = 1.0
+    batch_size: int = 128
+
+
+def build(p: TD3Preset, observation_space: Any, action_space: Any) -> Any:
+    """Create the actor, twin critics, policy and :class:`~tdrl.algorithm.modelfree.td3.TD3`.
+
+    >>> import gymnasium as gym
+    >>> alg = build(TD3Preset(hidden_sizes=(8,)), gym.spaces.Box(-1, 1, (3,)),
+    ...             gym.spaces.Box(-2, 2, (1,)))
+    >>> type(alg).__name__, len(alg.critics), alg.update_actor_freq
+    ('TD3', 2, 2)
+    """
+    import numpy as np
+
+    from tdrl.algorithm.modelfree.td3 import TD3, ContinuousDeterministicPolicy
+    from tdrl.utils.net import DeterministicActor, QCritic
+
+    d = int(np.prod(observation_space.shape))
+    a = int(np.prod(action_space.shape))
+    policy = ContinuousDeterministicPolicy(
+        actor=DeterministicActor(d, a, p.hidden_sizes),
+        action_space=action_space,
+        exploration_noise=make_noise(p.exploration_noise, p.noise_sigma),
+    )
+    return TD3(
+        policy=policy,
+        policy_optim=p.actor_lr,
+        critic=QCritic(d, a, p.hidden_sizes),
+        critic_optim=p.critic_lr,
+        critic2=QCritic(d, a, p.hidden_sizes),
+        tau=p.tau,
+        gamma=p.gamma,
+        policy_noise=p.policy_noise,
+        noise_clip=p.noise_clip,
+        update_actor_freq=p.update_actor_freq,
+        n_step=p.n_step,
+    )
+
+
+register(
+    "td3",
+    "classic",
+    TD3Preset(),
+    builder="tdrl.presets.td3:build",
+    trainer="offpolicy",
+    exploration_noise=True,  # the policy adds its noise inside training steps only
+    action_space="continuous",
+)
