@@ -350,3 +350,41 @@ def test_update_matches_tianshou_exactly() -> None:
         assert got["loss"] == pytest.approx(expected.loss, rel=1e-5), step
     for p_ours, p_peer in zip(ours.policy.model.parameters(), peer.policy.model.parameters()):
         torch.testing.assert_close(p_ours, p_peer)
+
+
+def test_huber_loss_with_priorities_deliberately_differs_from_tianshou() -> None:
+    """Deliberate difference (docs/differences.md): tdrl weights the per-sample Huber loss
+    by the prioritized-replay importance weights; Tianshou's Huber path drops the weights.
+    With unit weights the two agree."""
+    pytest.importorskip("tianshou")
+    import copy
+
+    from tianshou.algorithm import DQN as TDQN
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Batch as TBatch
+    from tianshou.utils.torch_utils import policy_within_training_step, torch_train_mode
+
+    from tdrl.data.batch import Batch
+
+    torch.manual_seed(0)
+    model = _SharedQ()
+    space = gym.spaces.Discrete(2)
+    ours = DQN(
+        policy=DQNPolicy(model=copy.deepcopy(model), action_space=space), huber_loss_delta=1.0
+    )
+    peer = TDQN(
+        policy=DiscreteQLearningPolicy(model=copy.deepcopy(model), action_space=space),
+        optim=AdamOptimizerFactory(lr=1e-3),
+        huber_loss_delta=1.0,
+    )
+    obs = torch.randn(8, 4)
+    act = torch.randint(0, 2, (8,))
+    returns = torch.randn(8) * 3
+    for weight, same in ((torch.ones(8), True), (torch.linspace(0.1, 2.0, 8), False)):
+        batch = Batch(obs=obs, act=act, returns=returns, weight=weight)
+        got = ours(batch)["loss_qvalue"].item()
+        tb = TBatch(obs=obs.numpy(), act=act.numpy(), returns=returns, weight=weight, info={})
+        with policy_within_training_step(peer.policy), torch_train_mode(peer):
+            expected = peer._update_with_batch(tb).loss
+        assert (got == pytest.approx(expected, rel=1e-5)) is same
