@@ -1,0 +1,252 @@
+"""Implicit Quantile Networks (arXiv:1806.06923).
+
+IQN learns the whole quantile function ``Z_tau(s, a)`` of the return: the network
+(:class:`~tdrl.utils.net_quantile.ImplicitQuantileNetwork`) takes fractions ``tau`` as an
+input, and every evaluation draws fresh ones from ``U(0, 1)``. The n-step target, the
+target network and its hard update come from
+:class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`; per gradient step IQN does::
+
+    tau_j  ~ U(0, 1), j < N               (N = online_sample_size, fresh per sample)
+    tau'_k ~ U(0, 1), k < M               (M = target_sample_size)
+    a*     = argmax_a mean_j Z_{tau''_j}(s', a)            (online net, N fresh fractions)
+    T_k    = sum_{i<n} gamma^i r_{t+i} + gamma^n (1 - term) Z'_{tau'_k}(s', a*)  (target net)
+    u_jk   = T_k - Z_{tau_j}(s, a)
+    L      = mean_b w_b sum_k mean_j |tau_j - 1{u_jk < 0}| huber(u_jk)
+    priorities <- mean_j sum_k huber(u_jk)          (when the buffer is prioritized)
+
+and acts with ``argmax_a mean_j Z_{tau_j}(s, a)`` over ``sample_size`` fresh fractions.
+Fractions are drawn with ``torch.rand`` from the policy's ``generator`` (default: torch's
+global generator, which ``torch.manual_seed`` seeds), in the order Tianshou draws them:
+bootstrap action, target quantiles, then the online quantiles of the loss.
+
+:class:`QuantileQLearningAlgorithm` is what IQN and FQF share on top of the Q-learning
+base: targets that are vectors of quantile values, ``returns [B, M]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from tdrl.algorithm.base import OptimizerFactory, require_at_least
+from tdrl.algorithm.distributional import quantile_huber_loss, quantile_priority
+from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, mask_q, split_mask
+
+__all__ = ["IQN", "IQNPolicy", "QuantileQLearningAlgorithm", "take_action"]
+
+
+def take_action(z: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+    """The quantile values ``[B, N]`` of action ``act [B]`` in ``z [B, n_actions, N]``.
+
+    >>> z = torch.arange(12.0).reshape(2, 3, 2)
+    >>> take_action(z, torch.tensor([2, 0])).tolist()
+    [[4.0, 5.0], [6.0, 7.0]]
+    """
+    index = act.long().reshape(-1, 1, 1).expand(-1, 1, z.shape[-1])
+    return z.gather(1, index).squeeze(1)
+
+
+class IQNPolicy(QLearningPolicy):
+    """Greedy (epsilon-greedy) policy over the mean of sampled quantiles.
+
+    :param model: an :class:`~tdrl.utils.net_quantile.ImplicitQuantileNetwork` (any module
+        with ``features(obs) -> [B, D]`` and ``quantiles(features, taus [B, N]) ->
+        [B, n_actions, N]``).
+    :param action_space: a ``Discrete`` space.
+    :param sample_size: fractions per state when acting.
+    :param online_sample_size: fractions per sample for the online quantiles of the loss
+        (and for picking the bootstrap action).
+    :param target_sample_size: fractions per sample for the target quantiles.
+    :param generator: the ``torch.Generator`` fractions are drawn from (on the model's
+        device); ``None``: torch's global generator.
+    :param eps_training: / :param eps_inference: epsilon-greedy exploration, as
+        :class:`~tdrl.algorithm.qlearning.QLearningPolicy`.
+
+    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
+    >>> net = ImplicitQuantileNetwork(4, 2, hidden_sizes=(16,), num_cosines=8)
+    >>> p = IQNPolicy(model=net, action_space=gym.spaces.Discrete(2), sample_size=5)
+    >>> out = p(make_batch({"obs": torch.zeros(3, 4)}, 3))
+    >>> out["act"].shape, out["logits"].shape
+    (torch.Size([3]), torch.Size([3, 2]))
+    """
+
+    def __init__(
+        self,
+        *,
+        model: nn.Module,
+        action_space: gym.Space,
+        sample_size: int = 32,
+        online_sample_size: int = 8,
+        target_sample_size: int = 8,
+        observation_space: gym.Space | None = None,
+        eps_training: float = 0.0,
+        eps_inference: float = 0.0,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        require_at_least(
+            2,
+            sample_size=sample_size,
+            online_sample_size=online_sample_size,
+            target_sample_size=target_sample_size,
+        )
+        super().__init__(
+            model=model,
+            action_space=action_space,
+            observation_space=observation_space,
+            eps_training=eps_training,
+            eps_inference=eps_inference,
+        )
+        self.sample_size = sample_size
+        self.online_sample_size = online_sample_size
+        self.target_sample_size = target_sample_size
+        self.generator = generator
+
+    def quantiles(
+        self, obs: Any, n: int, model: nn.Module | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """``(Z [B, n_actions, n], taus [B, n], mask or None)`` at ``n`` fresh fractions
+        under ``model`` (default: the online model)."""
+        obs, mask = split_mask(obs)
+        net: Any = model if model is not None else self.model
+        features = net.features(obs)
+        taus = torch.rand(
+            features.shape[0],
+            n,
+            generator=self.generator,
+            dtype=features.dtype,
+            device=features.device,
+        )
+        return net.quantiles(features, taus), taus, mask
+
+    def model_output(
+        self, obs: Any, model: nn.Module | None = None, state: Any = None, info: Any = None
+    ) -> tuple[torch.Tensor, Any, Any]:
+        """``(Z [B, n_actions, sample_size], mask, None)``: quantiles for acting."""
+        z, _, mask = self.quantiles(obs, self.sample_size, model)
+        return z, mask, None
+
+    def q_from_output(self, out: torch.Tensor) -> torch.Tensor:
+        """``Q(s, a) = mean_j Z_{tau_j}(s, a)``."""
+        return out.mean(-1)
+
+
+class QuantileQLearningAlgorithm(QLearningAlgorithm):
+    """Q-learning with quantile-valued targets (the base of IQN and FQF).
+
+    The bootstrap :meth:`next_value` is a vector of quantile values ``[B, M]``, so the
+    n-step ``returns`` are ``[B, M]`` as well (``r + gamma^n (1 - term) Z'``, per
+    quantile). A TorchRL batch gets the one-step version in :meth:`one_step_returns`.
+    Subclasses define :meth:`next_value` and :meth:`q_losses`.
+
+    >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
+    >>> net = ImplicitQuantileNetwork(1, 2, hidden_sizes=(4,), num_cosines=2)
+    >>> alg = IQN(policy=IQNPolicy(model=net, action_space=gym.spaces.Discrete(2)))
+    >>> isinstance(alg, QuantileQLearningAlgorithm)
+    True
+    """
+
+    def _greedy(self, out: Any, mask: Any) -> torch.Tensor:
+        """The greedy action ``[B]`` of a network output (masked)."""
+        q = self.policy.q_from_output(out)
+        return (mask_q(q, mask) if mask is not None else q).argmax(1)
+
+    def one_step_returns(self, td: TensorDictBase) -> TensorDictBase:
+        """``returns [B, M] = r + gamma (1 - terminated) Z'(s')`` for a TorchRL batch."""
+        if "returns" in td:
+            return td
+        if self._value_estimator is not None:
+            raise NotImplementedError(
+                f"value_type: {type(self).__name__} bootstraps a vector of quantiles and "
+                f"supports only its own one-step target, got {type(self._value_estimator)}"
+            )
+        obs_next, rew, term = self.transition_of(td)
+        with torch.no_grad():
+            z = self.next_value(obs_next).to(rew.dtype)
+        td.set("returns", rew.unsqueeze(-1) + self.gamma * (1.0 - term).unsqueeze(-1) * z)
+        return td
+
+    def target_quantiles(self, td: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
+        """The ``returns [B, M]`` of a batch in the dtype of ``like``."""
+        returns: torch.Tensor = td["returns"]
+        return returns.reshape(like.shape[0], -1).to(like.dtype)
+
+
+class IQN(QuantileQLearningAlgorithm):
+    """Implicit Quantile Network: quantile regression at sampled fractions.
+
+    :param policy: an :class:`IQNPolicy` (it holds the three sample sizes).
+    :param is_double: pick the bootstrap action with the online net (as Tianshou's IQN
+        does whenever there is a target net); ``False``: with the target net's own means.
+
+    The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`'s.
+
+    >>> import numpy as np
+    >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
+    >>> from tdrl.algorithm.base import make_batch
+    >>> net = ImplicitQuantileNetwork(3, 2, hidden_sizes=(8,), num_cosines=4)
+    >>> alg = IQN(policy=IQNPolicy(model=net, action_space=gym.spaces.Discrete(2)),
+    ...           target_update_freq=10)
+    >>> batch = make_batch({"obs": torch.zeros(5, 3), "act": torch.zeros(5, dtype=torch.long),
+    ...                     "returns": torch.ones(5, 8)}, 5)
+    >>> sorted(alg(batch).keys())
+    ['loss_qvalue']
+    """
+
+    policy: IQNPolicy
+
+    def __init__(
+        self,
+        *,
+        policy: IQNPolicy,
+        optim: OptimizerFactory | float = 1e-3,
+        gamma: float = 0.99,
+        n_step: int = 1,
+        target_update_freq: int = 0,
+        is_double: bool = True,
+        max_grad_norm: float | None = None,
+    ) -> None:
+        if not isinstance(policy, IQNPolicy):
+            raise TypeError(f"policy: expected an IQNPolicy, got {type(policy).__name__}")
+        super().__init__(
+            policy=policy,
+            optim=optim,
+            gamma=gamma,
+            n_step=n_step,
+            target_update_freq=target_update_freq,
+            is_double=is_double,
+            max_grad_norm=max_grad_norm,
+        )
+
+    @torch.no_grad()
+    def next_value(self, obs_next: Any) -> torch.Tensor:
+        """``Z'(s', a*) [B, target_sample_size]`` (``online_sample_size`` without a target
+        net): the target net's quantiles of the online net's greedy action."""
+        p = self.policy
+        if self.model_old is None:
+            z, _, mask = p.quantiles(obs_next, p.online_sample_size)
+            return take_action(z, self._greedy(z, mask))
+        if self.is_double:
+            z, _, mask = p.quantiles(obs_next, p.online_sample_size)
+            act = self._greedy(z, mask)
+            z_target, _, _ = p.quantiles(obs_next, p.target_sample_size, self.model_old)
+        else:
+            z_target, _, mask = p.quantiles(obs_next, p.target_sample_size, self.model_old)
+            act = self._greedy(z_target, mask)
+        return take_action(z_target, act)
+
+    def q_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """Quantile Huber loss of ``Z_tau(s, a)`` at ``online_sample_size`` fresh fractions
+        against the ``returns`` quantiles; sets ``td_error`` (the priority)."""
+        p = self.policy
+        z, taus, _ = p.quantiles(self.obs_of(td), p.online_sample_size)
+        z_a = take_action(z, self.act_of(td))
+        target = self.target_quantiles(td, z_a)
+        per = quantile_huber_loss(z_a, target, taus)
+        td.set("td_error", quantile_priority(z_a, target))
+        weight = self.weights(td)
+        return {"loss_qvalue": (per * weight).mean() if weight is not None else per.mean()}
