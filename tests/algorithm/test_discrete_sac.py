@@ -349,3 +349,44 @@ def test_update_matches_tianshou_exactly(auto_alpha: bool) -> None:
     for a, b in pairs:
         for p_ours, p_peer in zip(a.parameters(), b.parameters(), strict=True):
             torch.testing.assert_close(p_ours, p_peer, atol=1e-5, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------- preset
+def test_preset_is_registered_and_builds() -> None:
+    from tdrl import registry
+    from tdrl.algorithm.presets import make_algorithm
+    from tdrl.presets.discrete_sac import DiscreteSACPreset
+
+    p = registry.preset("discrete_sac")
+    assert isinstance(p, DiscreteSACPreset) and p.task == "CartPole-v1"
+    e = registry.entry("discrete_sac", "CartPole-v1")
+    assert (e.trainer, e.exploration_noise, e.action_space) == ("offpolicy", False, "discrete")
+    alg = make_algorithm("discrete_sac", "CartPole-v1")
+    assert isinstance(alg, DiscreteSAC) and alg.alpha == p.alpha and alg.n_step == p.n_step
+    auto = make_algorithm("discrete_sac", "CartPole-v1", p.replace(auto_alpha=True))
+    assert isinstance(auto, DiscreteSAC) and auto.auto_alpha is not None
+    assert auto.auto_alpha.target_entropy == pytest.approx(0.98 * math.log(2))
+    assert auto.alpha == pytest.approx(p.alpha)  # the initial temperature
+    with pytest.raises(registry.PresetError, match="discrete_sac needs a Discrete action space"):
+        make_algorithm("discrete_sac", "Pendulum-v1")
+    with pytest.raises(registry.PresetError, match=r"'alpha': expected a float > 0, got -1\.0"):
+        registry.preset("discrete_sac", alpha=-1.0)
+
+
+# -------------------------------------------------------------------------- convergence
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_preset_reaches_cartpole_threshold(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tdrl.launch import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig(
+        algo="discrete_sac",
+        task="CartPole-v1",
+        seed=0,
+        logger="none",
+        log_dir=str(tmp_path),
+        show_progress=False,
+        plot=False,
+    )
+    result, _ = run_experiment(cfg)
+    assert result.best_reward >= 170.0  # Tianshou's threshold; training stops at 195

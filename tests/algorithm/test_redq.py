@@ -395,3 +395,51 @@ def test_update_matches_tianshou_exactly(
     for mine, theirs in pairs:
         for p_ours, p_peer in zip(mine, theirs, strict=True):
             torch.testing.assert_close(p_ours, p_peer, atol=1e-5, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------- preset
+def test_preset_is_registered_and_builds() -> None:
+    from tdrl import registry
+    from tdrl.algorithm.presets import make_algorithm
+    from tdrl.presets.redq import REDQPreset
+
+    p = registry.preset("redq")
+    assert isinstance(p, REDQPreset) and p.task == "Pendulum-v1" and p.threshold == -250.0
+    e = registry.entry("redq", "Pendulum-v1")
+    assert (e.trainer, e.exploration_noise, e.action_space) == ("offpolicy", False, "continuous")
+    alg = make_algorithm("redq", "Pendulum-v1")
+    assert isinstance(alg, REDQ) and len(alg.critics) == p.ensemble_size
+    assert alg.subset_size == p.subset_size and alg.actor_delay == p.actor_delay
+    assert alg.auto_alpha is not None and alg.auto_alpha.target_entropy == -1.0
+    with pytest.raises(registry.PresetError, match="redq needs a Box action space"):
+        make_algorithm("redq", "CartPole-v1")
+
+
+def test_preset_field_errors() -> None:
+    from tdrl import registry
+
+    with pytest.raises(registry.PresetError, match="'ensemble_size': expected an int >= 1, got 0"):
+        registry.preset("redq", ensemble_size=0)
+    with pytest.raises(registry.PresetError, match="'target_mode': expected a str 'min' or"):
+        registry.preset("redq", target_mode="median")
+    with pytest.raises(registry.PresetError, match=r"'subset_size': expected .*=4\], got 6"):
+        registry.preset("redq", subset_size=6)
+
+
+# -------------------------------------------------------------------------- convergence
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_preset_reaches_pendulum_threshold(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tdrl.launch import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig(
+        algo="redq",
+        task="Pendulum-v1",
+        seed=0,
+        logger="none",
+        log_dir=str(tmp_path),
+        show_progress=False,
+        plot=False,
+    )
+    result, _ = run_experiment(cfg)
+    assert result.best_reward >= -250.0
