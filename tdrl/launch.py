@@ -144,7 +144,8 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     seed_everything(cfg.seed)
 
     def make_env() -> gym.Env:
-        return gym.make(preset.task)
+        env: gym.Env = spec.make_env(preset.task, preset)
+        return env
 
     train_envs = DummyVectorEnv([make_env] * preset.training_num)
     test_envs = DummyVectorEnv([make_env] * preset.test_num)

@@ -439,6 +439,9 @@ class Entry:
         exploration noise.
     :param action_space: the action spaces the builder handles: ``"discrete"`` (gymnasium
         ``Discrete``), ``"continuous"`` (``Box``) or ``"any"`` (both).
+    :param env_wrapper: ``"module:function"`` or ``None``; ``function(env, preset)`` wraps
+        every env the launcher and :func:`tdrl.make_algorithm` make for this entry (Atari
+        preprocessing, action discretization, ...).
     """
 
     algo: str
@@ -448,12 +451,26 @@ class Entry:
     trainer: Trainer
     exploration_noise: bool
     action_space: ActionSpace
+    env_wrapper: str | None = None
 
     def builder_fn(self) -> Callable[[Preset, Any, Any], Any]:
         """Import and return the builder."""
-        module, _, name = self.builder.partition(":")
-        fn: Callable[[Preset, Any, Any], Any] = getattr(importlib.import_module(module), name)
-        return fn
+        return _import(self.builder)  # type: ignore[no-any-return]
+
+    def make_env(self, task: str, preset: Preset | None = None) -> Any:
+        """``gymnasium.make(task)``, wrapped by :attr:`env_wrapper` if the entry has one."""
+        import gymnasium
+
+        env = gymnasium.make(task)
+        if self.env_wrapper is not None:
+            env = _import(self.env_wrapper)(env, preset if preset is not None else self.preset)
+        return env
+
+
+def _import(path: str) -> Any:
+    """The object named by ``"module:attribute"``."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 _REGISTRY: dict[tuple[str, str], Entry] = {}
@@ -470,6 +487,7 @@ def register(
     exploration_noise: bool,
     action_space: ActionSpace,
     task: str | None = None,
+    env_wrapper: str | None = None,
 ) -> Entry:
     """Add (or replace) the preset of ``algo`` for task ``family``; return the entry.
 
@@ -488,7 +506,9 @@ def register(
         )
     if ":" not in builder:
         raise PresetError(f"builder: expected 'module:function', got {builder!r}")
-    e = Entry(algo, family, preset, builder, trainer, exploration_noise, action_space)
+    if env_wrapper is not None and ":" not in env_wrapper:
+        raise PresetError(f"env_wrapper: expected 'module:function', got {env_wrapper!r}")
+    e = Entry(algo, family, preset, builder, trainer, exploration_noise, action_space, env_wrapper)
     if task is not None:
         if task_family(task) != family:
             raise PresetError(f"task: expected a {family} task, got {task!r}")

@@ -171,7 +171,7 @@ def make_algorithm(
     if p.algo != algo:
         raise PresetError(f"preset: expected a {algo} preset, got a {p.algo} preset")
     if observation_space is None or action_space is None:
-        env = gym.make(task)
+        env = registry.entry(algo, task).make_env(task, p)
         if observation_space is None:
             observation_space = env.observation_space
         if action_space is None:
