@@ -151,7 +151,7 @@ class DDPG(DeterministicActorCritic):
         self,
         *,
         policy: ContinuousDeterministicPolicy,
-        policy_optim: OptimizerFactory | float = 1e-4,
+        policy_optim: OptimizerFactory | float = 1e-3,
         critic: nn.Module,
         critic_optim: OptimizerFactory | float = 1e-3,
         tau: float = 0.005,

@@ -69,7 +69,7 @@ class TD3(DeterministicActorCritic):
         self,
         *,
         policy: ContinuousDeterministicPolicy,
-        policy_optim: OptimizerFactory | float = 1e-4,
+        policy_optim: OptimizerFactory | float = 1e-3,
         critic: nn.Module,
         critic_optim: OptimizerFactory | float = 1e-3,
         critic2: nn.Module | None = None,
