@@ -341,7 +341,10 @@ def test_update_matches_tianshou_exactly() -> None:
             expected = peer._update_with_batch(tb)
             peer._postprocess_batch(tb, b_peer, idx)
         assert got["loss"] == pytest.approx(expected.loss, rel=1e-5), step
-        np.testing.assert_allclose(b_ours.get_weight(stored), b_peer.get_weight(stored), rtol=1e-5)
+        # the priorities written back: (|cross-entropy| + eps) ** alpha
+        np.testing.assert_allclose(
+            b_ours.prio_sampler.tree[stored], b_peer.weight[stored], rtol=1e-5
+        )
     # parameters and noise buffers (Tianshou's noise tensors are parameters), online and target
     for t_ours, t_peer in zip(ours.policy.model.state_dict().values(), tnet.state_dict().values()):
         torch.testing.assert_close(t_ours, t_peer, rtol=1e-5, atol=1e-6)
