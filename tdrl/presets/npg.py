@@ -4,7 +4,11 @@
 ``(64, 64)`` tanh MLP actor (state-independent ``log std``, unbounded mean) and critic,
 orthogonal weights and zero biases, gamma 0.95, GAE lambda 0.95, return scaling and
 advantage normalization, 5 critic steps per actor step, trust region size 0.5, full-batch
-updates twice per collect, no observation normalization.
+updates twice per collect, 16 training envs, no observation normalization. Changed for
+speed: 1024 env steps per collect (Tianshou's test: 2048; reached the threshold in about
+60k env steps against 70-100k) and epochs of 5000 steps (a test every 5 collects; the
+budget stays 250k steps). A larger trust region (1.0), more critic steps (10) or more
+passes per collect (4) made some seeds fail.
 
 >>> from tdrl import registry
 >>> p = registry.preset("npg", "Pendulum-v1")
@@ -54,9 +58,9 @@ class NPGPreset(Preset):
     buffer_size: int = 50_000
     training_num: int = 16
     test_num: int = 10
-    max_epochs: int = 5
-    step_per_epoch: int = 50_000
-    step_per_collect: int = 2048
+    max_epochs: int = 50
+    step_per_epoch: int = 5000
+    step_per_collect: int = 1024
     repeat_per_collect: int = 2
     batch_size: int = 99_999
 

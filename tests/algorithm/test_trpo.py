@@ -162,7 +162,7 @@ def test_preset_builds_trpo() -> None:
 
     alg = tdrl.make_algorithm("trpo", "Pendulum-v1")
     assert isinstance(alg, TRPO) and isinstance(alg, NPG)
-    assert alg.max_kl == 0.005 and alg.gamma == 0.95
+    assert alg.max_kl == 0.01 and alg.gamma == 0.95
     assert type(tdrl.make_algorithm("trpo", "CartPole-v1")).__name__ == "TRPO"
 
 

@@ -263,7 +263,7 @@ class NPG(OnPolicyAlgorithm):
     ) -> dict[str, torch.Tensor]:
         """Move the actor from ``flat`` along ``direction``: NPG's fixed step
         ``theta + trust_region_size d``; returns ``kl`` and ``step_size``."""
-        step = torch.tensor(self.trust_region_size, dtype=flat.dtype)
+        step = flat.new_tensor(self.trust_region_size)
         set_flat_params(params, flat + step * direction)
         with torch.no_grad():
             kl = self.kl(td, old)

@@ -124,7 +124,7 @@ class TRPO(NPG):
         """The largest step of the quadratic KL model, then the backtracking line search;
         returns ``kl``, the accepted ``step_size`` (0: none) and ``backtracks``."""
         shs = (direction * fvp(direction)).sum()
-        zero = torch.zeros((), dtype=flat.dtype)
+        zero = flat.new_zeros(())
         if not shs > 0:  # a zero policy gradient: no direction to step along
             return {"kl": zero, "step_size": zero, "backtracks": zero}
         step = torch.sqrt(2 * self.max_kl / shs)
@@ -135,8 +135,9 @@ class TRPO(NPG):
                 new_loss = self.surrogate(td, dist)
                 kl = self.kl(td, old, dist)
             if kl < self.max_kl and new_loss < loss:
-                return {"kl": kl, "step_size": step, "backtracks": torch.tensor(float(i))}
+                return {"kl": kl, "step_size": step, "backtracks": flat.new_tensor(float(i))}
             if i < self.max_backtracks - 1:
                 step = step * self.backtrack_coeff
         set_flat_params(params, flat)  # no trial accepted: keep the actor
-        return {"kl": kl, "step_size": zero, "backtracks": torch.tensor(float(self.max_backtracks))}
+        fails = flat.new_tensor(float(self.max_backtracks))
+        return {"kl": kl, "step_size": zero, "backtracks": fails}
