@@ -89,6 +89,11 @@ def test_argument_errors() -> None:
         REDQ(policy=policy, critic=[critic, QCritic(3, 2, (4,))], ensemble_size=4)
     with pytest.raises(ValueError, match=r"tau: expected a value in \[0, 1\], got 2"):
         REDQ(policy=policy, critic=critic, tau=2)
+    from tdrl.algorithm.modelfree.discrete_sac import DiscreteSACPolicy
+
+    discrete = DiscreteSACPolicy(actor=torch.nn.Linear(3, 2), action_space=gym.spaces.Discrete(2))
+    with pytest.raises(ValueError, match="policy: expected a SACPolicy, got DiscreteSACPolicy"):
+        REDQ(policy=discrete, critic=critic)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------ the subsets

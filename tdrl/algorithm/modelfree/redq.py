@@ -59,6 +59,9 @@ class REDQ(OffPolicyActorCritic):
     :param generator: the torch generator the subsets are drawn from (default: torch's
         global one, seeded by ``torch.manual_seed``).
 
+    ``loss(td)`` (TorchRL) returns every term at the current parameters; the actor delay
+    is a schedule of :meth:`update` (a TorchRL loop steps the actor as often as it likes).
+
     >>> import gymnasium as gym
     >>> from tdrl.utils.net import GaussianActor, QCritic
     >>> box = gym.spaces.Box(-2.0, 2.0, (1,))
@@ -85,6 +88,8 @@ class REDQ(OffPolicyActorCritic):
         target_mode: Literal["min", "mean"] = "min",
         generator: torch.Generator | None = None,
     ) -> None:
+        if not isinstance(policy, SACPolicy):
+            raise ValueError(f"policy: expected a SACPolicy, got {type(policy).__name__}")
         if target_mode not in ("min", "mean"):
             raise ValueError(f"target_mode: expected 'min' or 'mean', got {target_mode!r}")
         require_at_least(1, ensemble_size=ensemble_size, actor_delay=actor_delay)
