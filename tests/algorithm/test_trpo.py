@@ -48,24 +48,30 @@ def test_surrogate_is_the_ratio_objective_with_npg_gradient() -> None:
     )
 
 
-def test_first_trial_is_the_largest_step_of_the_quadratic_kl_model() -> None:
-    alg = make_trpo(max_kl=0.002)
-    td = minibatch(alg)
+@pytest.mark.parametrize(
+    ("continuous", "max_kl", "coeff", "backtracks"),
+    [(False, 0.002, 0.8, 0), (True, 0.1, 0.5, 1)],  # the second rejects its first trial
+)
+def test_step_is_the_largest_of_the_quadratic_kl_model_shrunk_per_rejection(
+    continuous: bool, max_kl: float, coeff: float, backtracks: int
+) -> None:
+    alg = make_trpo(continuous, max_kl=max_kl, backtrack_coeff=coeff)
+    td = minibatch(alg, continuous)
     params = list(alg.policy.actor.parameters())
     before = torch.cat([p.detach().reshape(-1) for p in params])
-    directions: list[torch.Tensor] = []
+    shs: list[torch.Tensor] = []
     step_along = alg.step_along
 
     def spy(td_: Any, old: Any, params_: Any, flat: Any, d: Any, fvp: Any, loss: Any) -> Any:
-        directions.append(d.dot(fvp(d)))
+        shs.append(d.dot(fvp(d)))
         return step_along(td_, old, params_, flat, d, fvp, loss)
 
     alg.step_along = spy  # type: ignore[method-assign,assignment]
     stats = alg.actor_step(td)
-    beta0 = float(np.sqrt(2 * 0.002 / directions[0].item()))
-    k = int(stats["backtracks"].item())
-    assert stats["step_size"].item() == pytest.approx(beta0 * 0.8**k, rel=1e-5)
-    assert 0 < stats["kl"].item() < 0.002
+    beta0 = float(np.sqrt(2 * max_kl / shs[0].item()))
+    assert stats["backtracks"].item() == backtracks
+    assert stats["step_size"].item() == pytest.approx(beta0 * coeff**backtracks, rel=1e-5)
+    assert 0 < stats["kl"].item() < max_kl
     after = torch.cat([p.detach().reshape(-1) for p in params])
     assert not torch.equal(before, after)
     with torch.no_grad():
@@ -87,14 +93,6 @@ def test_failed_line_search_keeps_the_actor() -> None:
     for a, b in zip(before, alg.policy.actor.parameters()):
         assert torch.equal(a, b)
     assert stats["step_size"].item() == 0.0 and stats["backtracks"].item() == 3
-
-
-def test_backtracking_shrinks_the_step_until_the_kl_bound_holds() -> None:
-    alg = make_trpo(max_kl=0.5, backtrack_coeff=0.5)  # large steps leave the quadratic model
-    td = minibatch(alg)
-    stats = alg.actor_step(td)
-    assert stats["kl"].item() < 0.5
-    assert stats["backtracks"].item() >= 0
 
 
 def test_update_logs_step_size_and_backtracks() -> None:
