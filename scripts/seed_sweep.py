@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -28,8 +29,12 @@ DEFAULT_OUT = Path("sweeps/results.jsonl")
 
 def run_one(algo: str, task: str, seed: int) -> dict[str, Any]:
     """Train ``algo`` on ``task`` with ``seed`` in this process; return the record."""
+    import torch
+
     from tdrl.launch import ExperimentConfig, run_experiment
     from tdrl.registry import stop_threshold
+
+    torch.set_num_threads(1)  # small networks: more threads only contend with other runs
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = ExperimentConfig(
@@ -117,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     def launch(job: tuple[str, str, int]) -> None:
         algo, task, seed = job
         cmd = [sys.executable, __file__, "--one", algo, task, str(seed)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode != 0 or not lines:
             print(f"{algo} {task} seed {seed}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)

@@ -41,7 +41,6 @@ import dataclasses
 import importlib
 import math
 import re
-import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -263,7 +262,7 @@ _SCHEMAS: dict[type, dict[str, tuple[str, Callable[[Any], Any], _Rule | None]]] 
 
 def _schema(cls: type) -> dict[str, tuple[str, Callable[[Any], Any], _Rule | None]]:
     if cls not in _SCHEMAS:
-        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        hints = typing.get_type_hints(cls)  # each class's annotations in its own module
         _SCHEMAS[cls] = {
             f.name: (*_describe(hints[f.name]), {**_RULES, **cls.rules}.get(f.name))  # type: ignore[attr-defined]
             for f in dataclasses.fields(cls)
