@@ -446,3 +446,40 @@ def test_tianshou_bootstraps_nstep_from_the_next_state() -> None:
     torch.testing.assert_close(target[one_step], theirs[one_step], atol=1e-6, rtol=1e-5)
     differ = (target[~one_step] - theirs[~one_step]).abs().amax(-1) > 1e-3
     assert bool(differ.any())
+
+
+# ---------------------------------------------------------------------------- the preset
+def test_preset_builds_the_tianshou_network() -> None:
+    import tdrl
+    from tdrl import registry
+
+    p: Any = registry.preset("c51", "CartPole-v1")
+    assert type(p).__name__ == "C51Preset" and p.threshold == 195.0
+    alg = tdrl.make_algorithm("c51", "CartPole-v1")
+    assert isinstance(alg, C51) and alg.n_step == p.n_step and alg.gamma == p.gamma
+    assert alg.policy.support[0].item() == p.v_min and alg.policy.num_atoms == p.num_atoms
+    assert alg.policy.eps_training == p.eps_train and alg.policy.eps_inference == p.eps_test
+    out = alg.policy.model(torch.zeros(3, 4))
+    assert out.shape == (3, 2, p.num_atoms)
+    torch.testing.assert_close(out.sum(-1), torch.ones(3, 2))
+    with pytest.raises(registry.PresetError, match="c51 preset field 'lr'"):
+        registry.preset("c51", "CartPole-v1", lr=0.0)
+    with pytest.raises(registry.PresetError, match="c51 needs a Discrete action space"):
+        tdrl.make_algorithm("c51", "Pendulum-v1")
+
+
+@pytest.mark.slow
+def test_cartpole_preset_reaches_threshold(tmp_path: Any) -> None:
+    from tdrl.launch import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig(
+        algo="c51",
+        task="CartPole-v1",
+        seed=0,
+        logger="none",
+        log_dir=str(tmp_path),
+        show_progress=False,
+        plot=False,
+    )
+    result, _ = run_experiment(cfg)
+    assert result.best_reward >= 195.0

@@ -313,3 +313,35 @@ def test_prioritized_update_matches_tianshou() -> None:
         np.testing.assert_allclose(
             np.asarray(b_ours.updates[-1][1]), tb.weight.numpy(), rtol=1e-5, atol=1e-6
         )
+
+
+# ---------------------------------------------------------------------------- the preset
+def test_preset_builds_the_network() -> None:
+    import tdrl
+    from tdrl import registry
+
+    p: Any = registry.preset("qrdqn", "CartPole-v1")
+    assert type(p).__name__ == "QRDQNPreset" and p.threshold == 195.0
+    alg = tdrl.make_algorithm("qrdqn", "CartPole-v1")
+    assert isinstance(alg, QRDQN) and alg.num_quantiles == p.num_quantiles
+    assert alg.n_step == p.n_step and alg.target_update_freq == p.target_update_freq
+    assert alg.policy.model(torch.zeros(3, 4)).shape == (3, 2, p.num_quantiles)
+    with pytest.raises(registry.PresetError, match="qrdqn preset field 'num_quantiles'"):
+        registry.preset("qrdqn", "CartPole-v1", num_quantiles=1)
+
+
+@pytest.mark.slow
+def test_cartpole_preset_reaches_threshold(tmp_path: Any) -> None:
+    from tdrl.launch import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig(
+        algo="qrdqn",
+        task="CartPole-v1",
+        seed=0,
+        logger="none",
+        log_dir=str(tmp_path),
+        show_progress=False,
+        plot=False,
+    )
+    result, _ = run_experiment(cfg)
+    assert result.best_reward >= 195.0

@@ -14,6 +14,9 @@ The network gives, for each action, probabilities ``p_i(s, a)`` over the fixed a
 
 ``Phi`` is :func:`~tdrl.algorithm.distributional.categorical_projection`: each shifted atom
 ``clamp(R + d z_j, v_min, v_max)`` splits ``p'_j`` between its two neighbouring atoms.
+``preprocess`` computes ``R`` and ``d`` through the buffer; ``m`` is computed in the loss
+stage, so a hard target sync at the start of a gradient step is already in it (as in
+Tianshou's C51; DQN's scalar target is computed before the sync, as in Tianshou's DQN).
 
 With ``n_step > 1`` the distribution bootstrapped is that at ``s_{t+n}``, the state the
 discount ``gamma^n`` belongs to (as in Rainbow, arXiv:1710.02298, and as Tianshou's own

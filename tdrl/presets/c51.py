@@ -1,0 +1,134 @@
+"""C51 presets (plain data; the builder imports torch when called).
+
+``classic`` (tuned on CartPole-v1, threshold 195) is Tianshou's
+``test/discrete/test_c51.py``: a 4 x 128 ReLU trunk, 51 atoms on ``[-10, 10]``, gamma 0.9,
+3-step returns, Adam 1e-3, batch 64, 8 training envs collecting 8 steps at a time, epsilon
+0.1 in training and 0.05 in tests, a 20k buffer, 100 test episodes; with two changes for
+speed: 0.2 gradient steps per env step (Tianshou: 0.125) and a target sync every 160
+gradient steps (Tianshou: 320). Seeds 0-4 then reach 195 after 3.4k-4.4k env steps (~900
+gradient steps) instead of 5.8k-6.9k. Epochs of 2000 steps (Tianshou: 8000) only test more
+often; the budget stays 80k steps. Tianshou anneals epsilon from env step 10k on; CartPole
+is solved before that, so it stays fixed here.
+
+>>> p = C51Preset()
+>>> p.num_atoms, p.v_min, p.v_max, p.n_step
+(51, -10.0, 10.0, 3)
+>>> p.replace(v_max=-20.0)
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: c51 preset field 'v_max': expected a float > v_min = -10.0, got -20.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tdrl.registry import Preset, PresetError, register
+
+__all__ = ["C51Preset", "build"]
+
+
+@dataclass(frozen=True)
+class C51Preset(Preset):
+    """C51 hyperparameters and trainer settings (defaults: CartPole-v1).
+
+    Network: an MLP trunk of ``hidden_sizes`` with ``num_atoms`` probabilities per action
+    on ``[v_min, v_max]`` (``dueling``: a dueling head per atom). Warm up with
+    ``collect(n_step=warmup_steps, random=True)``; both collectors add epsilon-greedy noise
+    (``eps_train`` inside training steps, ``eps_test`` outside).
+
+    >>> C51Preset().replace(num_atoms=1)
+    Traceback (most recent call last):
+    ...
+    tdrl.registry.PresetError: c51 preset field 'num_atoms': expected an int >= 2, got 1
+    """
+
+    algo: ClassVar[str] = "c51"
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        "num_atoms": (">= 2", lambda v: v >= 2),
+    }
+
+    task: str = "CartPole-v1"
+    threshold: float | None = None
+    hidden_sizes: tuple[int, ...] = (128, 128, 128, 128)
+    dueling: bool = False
+    num_atoms: int = 51
+    v_min: float = -10.0
+    v_max: float = 10.0
+    lr: float = 1e-3
+    gamma: float = 0.9
+    n_step: int = 3
+    target_update_freq: int = 160
+    eps_train: float = 0.1
+    eps_test: float = 0.05
+    buffer_size: int = 20_000
+    training_num: int = 8
+    test_num: int = 100
+    warmup_steps: int = 512
+    max_epochs: int = 40
+    step_per_epoch: int = 2000
+    step_per_collect: int = 8
+    update_per_step: float = 0.2
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.v_min < self.v_max:
+            raise PresetError(
+                f"{self.algo} preset field 'v_max': expected a float > v_min = {self.v_min}, "
+                f"got {self.v_max}"
+            )
+
+
+def build(p: C51Preset, observation_space: Any, action_space: Any) -> Any:
+    """Create the :class:`~tdrl.utils.net_distributional.DistributionalQNet`, the policy and
+    the algorithm.
+
+    >>> import gymnasium as gym
+    >>> alg = build(C51Preset(hidden_sizes=(8,), num_atoms=11),
+    ...             gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
+    >>> type(alg).__name__, alg.n_step, alg.policy.support.shape
+    ('C51', 3, torch.Size([11]))
+    """
+    import numpy as np
+
+    from tdrl.algorithm.modelfree.c51 import C51, C51Policy
+    from tdrl.utils.net_distributional import DistributionalQNet
+
+    model = DistributionalQNet(
+        int(np.prod(observation_space.shape)),
+        int(action_space.n),
+        p.num_atoms,
+        p.hidden_sizes,
+        softmax=True,
+        dueling=p.dueling,
+    )
+    policy = C51Policy(
+        model=model,
+        action_space=action_space,
+        num_atoms=p.num_atoms,
+        v_min=p.v_min,
+        v_max=p.v_max,
+        eps_training=p.eps_train,
+        eps_inference=p.eps_test,
+    )
+    return C51(
+        policy=policy,
+        optim=p.lr,
+        gamma=p.gamma,
+        n_step=p.n_step,
+        target_update_freq=p.target_update_freq,
+    )
+
+
+register(
+    "c51",
+    "classic",
+    C51Preset(),
+    builder="tdrl.presets.c51:build",
+    trainer="offpolicy",
+    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
+    action_space="discrete",
+)
