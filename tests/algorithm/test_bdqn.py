@@ -202,6 +202,33 @@ def test_discretize_wrapper() -> None:
         bin_values([-1.0], [1.0], [3, 3])
 
 
+def test_wrapped_multidiscrete_env_trains_through_the_python_api() -> None:
+    from tdrl.data.collector import Collector
+    from tdrl.env import DummyVectorEnv
+    from tdrl.presets.bdqn import BDQNPreset, build
+
+    torch.manual_seed(0)
+    envs = DummyVectorEnv([lambda: DiscretizeAction(gym.make("Pendulum-v1"), 5)] * 2)
+    alg = build(BDQNPreset(common_hidden_sizes=(16,)), envs.observation_space[0], SPACE)
+    assert alg.policy.num_branches == 2  # the builder follows the MultiDiscrete space
+    alg = build(
+        BDQNPreset(common_hidden_sizes=(16,)),
+        envs.observation_space[0],
+        envs.action_space[0],
+    )
+    assert (alg.policy.num_branches, alg.policy.n_actions) == (1, 5)
+    buf = VectorReplayBuffer(200, 2)
+    coll = Collector(alg.policy, envs, buf, exploration_noise=True)
+    coll.reset(seed=0)
+    coll.collect(n_step=40, random=True)
+    with within_training_step(alg.policy):
+        coll.collect(n_step=20)
+    assert buf[buf.sample_indices(0)]["act"].shape == (60, 1)
+    stats = alg.update(buf, 16, 3)
+    assert np.isfinite(stats["loss_qvalue"])
+    envs.close()
+
+
 def test_torchrl_batch_term_reaches_only_the_online_network() -> None:
     torch.manual_seed(0)
     box = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)

@@ -78,7 +78,7 @@ class BDQNPolicy(QLearningPolicy):
         eps_training: float = 0.0,
         eps_inference: float = 0.0,
     ) -> None:
-        self._values: np.ndarray | None = None
+        values: np.ndarray | None = None
         if isinstance(action_space, gym.spaces.MultiDiscrete):
             nvec = np.asarray(action_space.nvec).reshape(-1)
             if action_bins is not None:
@@ -103,7 +103,7 @@ class BDQNPolicy(QLearningPolicy):
                 raise ValueError(f"action_space: expected finite bounds, got {action_space}")
             n_bins, n_branches = int(action_bins), int(action_space.shape[0])
             low, high = action_space.low.astype(np.float64), action_space.high.astype(np.float64)
-            self._values = np.linspace(low, high, n_bins, axis=1)  # [D, K], bounds included
+            values = np.linspace(low, high, n_bins, axis=1)  # [D, K], bounds included
         else:
             raise ValueError(
                 f"action_space: {type(self).__name__} needs a MultiDiscrete or a 1-D Box "
@@ -116,9 +116,10 @@ class BDQNPolicy(QLearningPolicy):
         self.num_branches = n_branches
         self.eps_training = eps_training
         self.eps_inference = eps_inference
-        if self._values is not None:
+        self._values = values  # bin values [D, K] of a Box space (None: MultiDiscrete)
+        if values is not None:
             self._act_dtype = np.dtype(action_space.dtype)
-            self._values_t = torch.as_tensor(self._values)
+            self._values_t = torch.as_tensor(values)
             self._dims = np.arange(n_branches)
 
     # -- actions: bin indices (stored) <-> environment values ---------------------------
