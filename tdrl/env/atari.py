@@ -247,8 +247,10 @@ class AtariFrames(gymnasium.Wrapper):
 class EpisodicLife(gymnasium.Wrapper):
     """A lost life ends the episode (``terminated``) for the learner; the game goes on.
 
-    :meth:`reset` resets the game only after a real end (game over or truncation); after a
-    lost life it plays one NOOP step instead and returns that step's observation and info.
+    :meth:`reset` resets the game only after a real end (game over or truncation) or when
+    given a ``seed``; after a lost life it plays one NOOP step instead and returns that step's
+    observation and info. (Tianshou's ``EpisodicLifeEnv`` ignores a seed after a lost life
+    and plays on; here a seeded reset always starts the same game.)
     Lives are read from the emulator after every step (``ale.lives()``); a step ends the
     episode when the count drops and is still above zero (games that pass through zero
     lives before game over end at game over).
@@ -278,8 +280,9 @@ class EpisodicLife(gymnasium.Wrapper):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """A real reset after game over, a NOOP step after a lost life."""
-        if self.real_done:
+        """A real reset after game over (or when a ``seed`` is given), a NOOP step after a
+        lost life."""
+        if self.real_done or seed is not None:
             obs, info = self.env.reset(seed=seed, options=options)
         else:
             obs, _, _, _, info = self.env.step(0)
