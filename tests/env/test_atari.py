@@ -327,8 +327,9 @@ def test_tdrl_train_dqn_on_pong(tmp_path: Any) -> None:
         seed=0,
         epochs=1,
         step_per_epoch=2000,
-        training_num=4,
+        training_num=5,  # 10 steps per collect: one gradient step each
         test_num=1,
+        stop_reward=20.0,  # Tianshou's Atari examples stop Pong at 20
         logger="none",
         log_dir=str(tmp_path),
         show_progress=False,
