@@ -54,7 +54,7 @@ _EXPORTS = {
     "Rainbow": "tdrl.algorithm.modelfree.rainbow",
     "RainbowPolicy": "tdrl.algorithm.modelfree.rainbow",
     "SACPolicy": "tdrl.algorithm.modelfree.sac",
-    "AutoAlpha": "tdrl.algorithm.modelfree.sac",
+    "AutoAlpha": "tdrl.algorithm.actor_critic",
     "categorical_projection": "tdrl.algorithm.distributional",
     "categorical_support": "tdrl.algorithm.distributional",
     "quantile_huber_loss": "tdrl.algorithm.distributional",

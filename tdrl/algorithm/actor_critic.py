@@ -42,7 +42,7 @@ from tdrl.algorithm.exploration import BaseNoise
 from tdrl.data.batch import Batch
 from tdrl.utils.net import QCritic
 
-__all__ = ["ContinuousDeterministicPolicy", "OffPolicyActorCritic", "reinit_copy"]
+__all__ = ["AutoAlpha", "ContinuousDeterministicPolicy", "OffPolicyActorCritic", "reinit_copy"]
 
 
 def reinit_copy(module: nn.Module) -> nn.Module:
@@ -58,6 +58,35 @@ def reinit_copy(module: nn.Module) -> nn.Module:
         if callable(reset):
             reset()
     return out
+
+
+class AutoAlpha(nn.Module):
+    """Learned entropy temperature ``alpha = exp(log_alpha)`` (SAC, REDQ, discrete SAC).
+
+    :param target_entropy: the entropy target; ``"auto"`` lets the algorithm choose
+        (``-dim(A)`` for continuous SAC/REDQ, ``0.98 log |A|`` for discrete SAC).
+    :param log_alpha: initial ``log(alpha)``.
+    :param optim: optimizer factory (or Adam learning rate) for ``log_alpha``.
+
+    >>> AutoAlpha(-1.0, log_alpha=0.0).value
+    1.0
+    """
+
+    def __init__(
+        self,
+        target_entropy: float | str = "auto",
+        log_alpha: float = 0.0,
+        optim: OptimizerFactory | float = 3e-4,
+    ) -> None:
+        super().__init__()
+        self.target_entropy = target_entropy
+        self.log_alpha = nn.Parameter(torch.tensor(float(log_alpha)))
+        self.optim_spec = optim
+
+    @property
+    def value(self) -> float:
+        """The current alpha."""
+        return float(self.log_alpha.detach().exp())
 
 
 class ContinuousDeterministicPolicy(Policy):
@@ -132,6 +161,8 @@ class OffPolicyActorCritic(Algorithm):
     :param gamma: discount factor.
     :param n_step: n-step return horizon (tdrl's buffer path; a TorchRL batch gets
         one-step targets).
+    :param actor: the module the actor optimizer trains (default ``policy.actor``).
+    :param actor_target: give the actor a soft-updated target copy ``actor_old``.
 
     Subclasses implement :meth:`next_value` and register their stages with
     :meth:`_add_stage` (the critic stage is :meth:`critic_losses`).
@@ -148,6 +179,7 @@ class OffPolicyActorCritic(Algorithm):
         gamma: float = 0.99,
         n_step: int = 1,
         actor: nn.Module | None = None,
+        actor_target: bool = False,
     ) -> None:
         require_unit(tau=tau, gamma=gamma)
         require_at_least(1, n_step=n_step)
@@ -163,9 +195,45 @@ class OffPolicyActorCritic(Algorithm):
         self.gamma = gamma
         self.n_step = n_step
         actor = actor if actor is not None else policy.actor  # type: ignore[attr-defined]
+        if actor_target:  # DDPG/TD3: the actor has a target copy too (same soft update)
+            self.__dict__["actor_old"] = self._add_target(actor, "actor")
         self.policy_optim = self._create_optimizer(actor, policy_optim)
         self.critic_optim = self._create_optimizer(self.critics, critic_optim)
         self._soft_updater(tau)
+
+    # -- entropy temperature (SAC, REDQ, discrete SAC) -----------------------------------
+    def _init_temperature(
+        self, alpha: float | AutoAlpha, auto_target_entropy: float
+    ) -> list[tuple[str, Any]]:
+        """Set up a fixed or learned temperature; return the actor stage's optimizer steps
+        (``loss_actor``, plus ``loss_alpha`` with its own optimizer when learned)."""
+        self.auto_alpha: AutoAlpha | None = None
+        self._alpha = 0.0
+        steps: list[tuple[str, Any]] = [("loss_actor", self.policy_optim)]
+        if isinstance(alpha, AutoAlpha):
+            self.auto_alpha = alpha
+            if alpha.target_entropy == "auto":
+                alpha.target_entropy = auto_target_entropy
+            self.alpha_optim = self._create_optimizer([alpha.log_alpha], alpha.optim_spec)
+            steps.append(("loss_alpha", self.alpha_optim))
+        else:
+            self._alpha = float(alpha)
+        return steps
+
+    @property
+    def alpha(self) -> float:
+        """The current entropy temperature."""
+        return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
+
+    def temperature_terms(self, entropy: torch.Tensor, alpha: float) -> dict[str, torch.Tensor]:
+        """``entropy`` and ``alpha`` statistics, and with a learned temperature
+        ``loss_alpha = -mean(log_alpha (H_target - H))`` for per-sample entropies ``H``."""
+        h = entropy.detach()
+        out = {"entropy": h.mean(), "alpha": torch.tensor(alpha)}
+        if self.auto_alpha is not None:
+            deficit = float(self.auto_alpha.target_entropy) - h
+            out["loss_alpha"] = -(self.auto_alpha.log_alpha * deficit).mean()
+        return out
 
     # -- critics ------------------------------------------------------------------------
     def q_values(

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
@@ -645,6 +646,13 @@ class Stage:
 
     losses: Callable[[TensorDictBase], dict[str, torch.Tensor]]
     steps: list[tuple[tuple[str, ...], GradStep]]
+    every: int = 1
+    """Run on the update calls ``j`` (counted from 0) with ``j % every == phase`` only;
+    in between, its last terms are logged again (a delayed actor: TD3, REDQ)."""
+    phase: int = 0
+    gates_targets: bool = False
+    """The soft/hard target updates after the stages happen only when this stage ran."""
+    last: list[tuple[str, torch.Tensor]] = field(default_factory=list)
 
 
 class Algorithm(LossModule):
@@ -705,6 +713,8 @@ class Algorithm(LossModule):
         self._stages: list[Stage] = []
         self._targets: dict[str, nn.Module] = {}
         self._in_update = False  # inside update(): optimizers isolate their own params
+        self._stage_calls = 0  # passes of the stages so far (schedules delayed stages)
+        self._targets_due = True
         self.n_updates = 0
 
     # -- keys ---------------------------------------------------------------------------
@@ -794,10 +804,19 @@ class Algorithm(LossModule):
         self,
         losses: Callable[[TensorDictBase], dict[str, torch.Tensor]],
         *steps: tuple[str | tuple[str, ...], GradStep],
-    ) -> None:
-        """Register a loss stage and the optimizer step(s) it drives (see :class:`Stage`)."""
+        every: int = 1,
+        phase: int = 0,
+        gates_targets: bool = False,
+    ) -> Stage:
+        """Register a loss stage and the optimizer step(s) it drives (see :class:`Stage`);
+        ``every``/``phase``/``gates_targets`` delay it (and the target updates)."""
+        require_at_least(1, every=every)
+        if not 0 <= phase < every:
+            raise ValueError(f"phase: expected an int in [0, {every}), got {phase}")
         norm = [((k,) if isinstance(k, str) else tuple(k), gs) for k, gs in steps]
-        self._stages.append(Stage(losses, norm))
+        stage = Stage(losses, norm, every, phase, gates_targets)
+        self._stages.append(stage)
+        return stage
 
     def next_value(self, obs_next: Any) -> torch.Tensor:
         """The bootstrap value ``V'(s') [B]`` of the off-policy families (no grad)."""
@@ -912,16 +931,25 @@ class Algorithm(LossModule):
             td.set(key, td.get("td_error").abs())
 
     def _run_stages(self, td: TensorDictBase) -> list[tuple[str, torch.Tensor]]:
-        """One gradient step per optimizer over the stages; returns detached terms."""
+        """One gradient step per optimizer over the stages due at this call; returns the
+        detached terms (a delayed stage's last ones when it is not due)."""
+        j = self._stage_calls
+        self._stage_calls += 1
+        self._targets_due = True
         logged: list[tuple[str, torch.Tensor]] = []
         for stage in self._stages:
+            if stage.every > 1 and j % stage.every != stage.phase:
+                logged.extend(stage.last)
+                self._targets_due = self._targets_due and not stage.gates_targets
+                continue
             terms = stage.losses(td)
             for keys, gs in stage.steps:
                 total = terms[keys[0]]
                 for k in keys[1:]:
                     total = total + terms[k]
                 gs.step(total)
-            logged.extend((k, v.detach()) for k, v in terms.items())
+            stage.last = [(k, v.detach()) for k, v in terms.items()]
+            logged.extend(stage.last)
         return logged
 
     def _update_with_batch(
@@ -931,9 +959,10 @@ class Algorithm(LossModule):
         for upd in self._updaters_first:
             upd.step()
         logged = self._run_stages(batch)
-        for upd in self._updaters:
-            if upd not in self._updaters_first:
-                upd.step()
+        if self._targets_due:
+            for upd in self._updaters:
+                if upd not in self._updaters_first:
+                    upd.step()
         return _floats(logged)
 
     # -- optimizers ---------------------------------------------------------------------
@@ -993,7 +1022,9 @@ class Algorithm(LossModule):
         mode and its tensors are not saved twice. Move the networks to their device
         before building the algorithm: ``.to()`` afterwards breaks the sharing.
         """
-        self.convert_to_functional(module, name, create_target_params=True)
+        with warnings.catch_warnings():  # TorchRL wants each name annotated on the class
+            warnings.filterwarnings("ignore", message=".*wasn't part of the annotations")
+            self.convert_to_functional(module, name, create_target_params=True)
         # not getattr: LossModule.__getattr__ warns (TARGET_NET_WARNING) on any read of
         # target_<name>_params before a target updater is registered
         target = make_target_module(module, self._modules[f"target_{name}_params"])
@@ -1116,10 +1147,17 @@ class Algorithm(LossModule):
         return super().load_state_dict(sd, strict=strict, assign=assign)
 
     def _counters(self) -> dict[str, Any]:
-        return {"n_updates": self.n_updates}
+        return {
+            "n_updates": self.n_updates,
+            "stage_calls": self._stage_calls,
+            "stage_last": [[(k, v.clone()) for k, v in st.last] for st in self._stages],
+        }
 
     def _load_counters(self, c: Mapping[str, Any]) -> None:
         self.n_updates = int(c.get("n_updates", 0))
+        self._stage_calls = int(c.get("stage_calls", 0))
+        for st, last in zip(self._stages, c.get("stage_last", [])):
+            st.last = [(k, v) for k, v in last]
 
 
 def _floats(logged: Sequence[tuple[str, torch.Tensor]]) -> dict[str, float]:

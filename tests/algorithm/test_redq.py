@@ -183,7 +183,7 @@ def test_actor_and_alpha_step_every_actor_delay_critic_steps() -> None:
         assert (alg.auto_alpha.log_alpha.item() != log_alpha) == (step % 3 == 0)  # type: ignore[union-attr]
         actor, critic = _flat(alg.policy.actor), _flat(alg.critics)
         log_alpha = alg.auto_alpha.log_alpha.item()  # type: ignore[union-attr]
-    assert alg.critic_gradient_step == 6
+    assert alg._stage_calls == 6
     assert "loss_actor" not in logs[0] and "loss_actor" not in logs[1]
     assert logs[3]["loss_actor"] == logs[4]["loss_actor"] == logs[2]["loss_actor"]
     assert logs[5]["loss_actor"] != logs[2]["loss_actor"]
@@ -212,7 +212,7 @@ def test_state_dict_round_trip_keeps_the_actor_schedule() -> None:
     f.seek(0)
     b = _redq(alpha=AutoAlpha(), actor_delay=3)
     b.load_state_dict(torch.load(f, weights_only=False))
-    assert b.critic_gradient_step == 2 and len(b.state_dict()["_optimizers"]) == 3
+    assert b._stage_calls == 2 and len(b.state_dict()["_optimizers"]) == 3
     obs, act = torch.randn(4, 3), torch.randn(4, 2)
     for ca, cb in zip(a.critics_old, b.critics_old):
         torch.testing.assert_close(cb(obs, act), ca(obs, act))

@@ -30,7 +30,6 @@ from torch import nn
 
 from tdrl.algorithm.actor_critic import ContinuousDeterministicPolicy, OffPolicyActorCritic
 from tdrl.algorithm.base import OptimizerFactory, call_model
-from tdrl.algorithm.target import FastSoftUpdate
 
 __all__ = ["DDPG", "ContinuousDeterministicPolicy", "DeterministicActorCritic"]
 
@@ -45,6 +44,8 @@ class DeterministicActorCritic(OffPolicyActorCritic):
     :param tau: soft target update rate (critics and actor).
     :param gamma: discount factor.
     :param n_step: n-step return horizon.
+    :param actor_every: the actor stage and the soft target update run on every
+        ``actor_every``-th gradient step (the first included; TD3's delayed actor).
 
     Stages: :meth:`critic_losses` (``loss_qvalue``, the base's) then :meth:`actor_losses`
     (``loss_actor``). The bootstrap is ``min_j Q'_j(s', target_action(s'))``.
@@ -80,6 +81,7 @@ class DeterministicActorCritic(OffPolicyActorCritic):
         tau: float = 0.005,
         gamma: float = 0.99,
         n_step: int = 1,
+        actor_every: int = 1,
     ) -> None:
         if not isinstance(policy, ContinuousDeterministicPolicy):
             raise ValueError(
@@ -93,16 +95,17 @@ class DeterministicActorCritic(OffPolicyActorCritic):
             tau=tau,
             gamma=gamma,
             n_step=n_step,
+            actor_target=True,
         )
         self.policy: ContinuousDeterministicPolicy = policy
-        # the target actor stays out of the submodules (no duplicate state, eval mode)
-        self.__dict__["actor_old"] = self._add_target(policy.actor, "actor")
-        # the base built its soft updater over the critics' targets alone: rebuild it so that
-        # one fused update moves the actor's target too
-        self._updaters[:] = [u for u in self._updaters if not isinstance(u, FastSoftUpdate)]
-        self._soft_updater(tau)
         self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
-        self._add_stage(self.actor_losses, ("loss_actor", self.policy_optim))
+        # the actor (and, with it, the soft target update) every actor_every-th step
+        self._add_stage(
+            self.actor_losses,
+            ("loss_actor", self.policy_optim),
+            every=actor_every,
+            gates_targets=actor_every > 1,
+        )
 
     def target_action(self, obs_next: Any) -> torch.Tensor:
         """The action the bootstrap evaluates: the target actor's ``pi'(s')``."""

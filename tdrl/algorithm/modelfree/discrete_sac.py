@@ -135,18 +135,8 @@ class DiscreteSAC(OffPolicyActorCritic):
             n_step=n_step,
         )
         self.policy: DiscreteSACPolicy = policy
-        self.auto_alpha: AutoAlpha | None = None
-        self._alpha = 0.0
-        steps = [("loss_actor", self.policy_optim)]
-        if isinstance(alpha, AutoAlpha):
-            self.auto_alpha = alpha
-            if alpha.target_entropy == "auto":
-                n = int(policy.action_space.n)  # type: ignore[union-attr, arg-type]
-                alpha.target_entropy = AUTO_ENTROPY_RATIO * math.log(n)
-            self.alpha_optim = self._create_optimizer([alpha.log_alpha], alpha.optim_spec)
-            steps.append(("loss_alpha", self.alpha_optim))
-        else:
-            self._alpha = float(alpha)
+        n = int(policy.action_space.n)  # type: ignore[union-attr, arg-type]
+        steps = self._init_temperature(alpha, auto_target_entropy=AUTO_ENTROPY_RATIO * math.log(n))
         self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
         self._add_stage(self.actor_losses, *steps)
 
@@ -159,11 +149,6 @@ class DiscreteSAC(OffPolicyActorCritic):
     def critic2_old(self) -> nn.Module:
         """The second target critic."""
         return self.critics_old[1]  # type: ignore[no-any-return]
-
-    @property
-    def alpha(self) -> float:
-        """The current entropy temperature."""
-        return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
 
     def q_values(
         self,
@@ -200,12 +185,5 @@ class DiscreteSAC(OffPolicyActorCritic):
         entropy = dist.entropy()
         q = torch.min(*self.q_values(obs, detach=True))
         alpha = self.alpha
-        out = {
-            "loss_actor": -(alpha * entropy + (dist.probs * q).sum(-1)).mean(),
-            "entropy": entropy.detach().mean(),
-            "alpha": torch.tensor(alpha),
-        }
-        if self.auto_alpha is not None:
-            deficit = float(self.auto_alpha.target_entropy) - entropy.detach()
-            out["loss_alpha"] = -(self.auto_alpha.log_alpha * deficit).mean()
-        return out
+        loss = -(alpha * entropy + (dist.probs * q).sum(-1)).mean()
+        return {"loss_actor": loss, **self.temperature_terms(entropy, alpha)}

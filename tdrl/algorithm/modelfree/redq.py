@@ -20,7 +20,6 @@ and the temperature SAC's (:class:`~tdrl.algorithm.modelfree.sac.AutoAlpha`).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -107,43 +106,26 @@ class REDQ(OffPolicyActorCritic):
                     f"critic: expected one critic or ensemble_size={ensemble_size} critics, "
                     f"got {len(critics)}"
                 )
-        with warnings.catch_warnings():  # TorchRL wants critic<j> annotated, for any N
-            warnings.filterwarnings("ignore", message=".*wasn't part of the annotations")
-            super().__init__(
-                policy=policy,
-                policy_optim=policy_optim,
-                critics=critics,
-                critic_optim=critic_optim,
-                tau=tau,
-                gamma=gamma,
-                n_step=n_step,
-            )
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critics=critics,
+            critic_optim=critic_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step=n_step,
+        )
         self.policy: SACPolicy = policy
         self.ensemble_size = ensemble_size
         self.subset_size = subset_size
         self.actor_delay = actor_delay
         self.target_mode = target_mode
         self.generator = generator
-        self.critic_gradient_step = 0
-        self._last_actor_log: list[tuple[str, torch.Tensor]] = []
-        self.auto_alpha: AutoAlpha | None = None
-        self._alpha = 0.0
-        steps = [("loss_actor", self.policy_optim)]
-        if isinstance(alpha, AutoAlpha):
-            self.auto_alpha = alpha
-            if alpha.target_entropy == "auto":
-                alpha.target_entropy = -float(np.prod(policy.action_space.shape))  # type: ignore[arg-type]
-            self.alpha_optim = self._create_optimizer([alpha.log_alpha], alpha.optim_spec)
-            steps.append(("loss_alpha", self.alpha_optim))
-        else:
-            self._alpha = float(alpha)
+        dim = float(np.prod(policy.action_space.shape))  # type: ignore[arg-type]
+        steps = self._init_temperature(alpha, auto_target_entropy=-dim)
         self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
-        self._add_stage(self.actor_losses, *steps)
-
-    @property
-    def alpha(self) -> float:
-        """The current entropy temperature."""
-        return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
+        # actor and alpha on every actor_delay-th critic step (the last of each run of k)
+        self._add_stage(self.actor_losses, *steps, every=actor_delay, phase=actor_delay - 1)
 
     def draw_subset(self) -> torch.Tensor:
         """``M`` distinct critic indices ``[M]``, uniformly from torch's generator."""
@@ -172,34 +154,5 @@ class REDQ(OffPolicyActorCritic):
         act, log_prob, _, _ = self.policy.sample(obs)
         q = torch.stack(self.q_values(obs, act, detach=True)).mean(0)
         alpha = self.alpha
-        out = {
-            "loss_actor": (alpha * log_prob - q).mean(),
-            "entropy": -log_prob.detach().mean(),
-            "alpha": torch.tensor(alpha),
-        }
-        if self.auto_alpha is not None:
-            deficit = float(self.auto_alpha.target_entropy) + log_prob.detach()
-            out["loss_alpha"] = -(self.auto_alpha.log_alpha * deficit).mean()
-        return out
-
-    def _run_stages(self, td: TensorDictBase) -> list[tuple[str, torch.Tensor]]:
-        """The critic stage on every call, the actor stage on every ``actor_delay``-th
-        (in between, the last actor step's terms are logged again, as Tianshou does)."""
-        self.critic_gradient_step += 1
-        if self.critic_gradient_step % self.actor_delay == 0:
-            logged = super()._run_stages(td)
-            self._last_actor_log = [(k, v) for k, v in logged if k != "loss_qvalue"]
-            return logged
-        stages, self._stages = self._stages, self._stages[:1]
-        try:
-            logged = super()._run_stages(td)
-        finally:
-            self._stages = stages
-        return logged + self._last_actor_log
-
-    def _counters(self) -> dict[str, Any]:
-        return {**super()._counters(), "critic_gradient_step": self.critic_gradient_step}
-
-    def _load_counters(self, c: Any) -> None:
-        super()._load_counters(c)
-        self.critic_gradient_step = int(c.get("critic_gradient_step", 0))
+        loss = (alpha * log_prob - q).mean()
+        return {"loss_actor": loss, **self.temperature_terms(-log_prob, alpha)}

@@ -24,7 +24,7 @@ from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.distributions import Independent, Normal
 
-from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
+from tdrl.algorithm.actor_critic import AutoAlpha, OffPolicyActorCritic, reinit_copy
 from tdrl.algorithm.base import OptimizerFactory, Policy, call_model, make_batch
 from tdrl.data.batch import Batch
 
@@ -95,34 +95,6 @@ class SACPolicy(Policy):
         return out
 
 
-class AutoAlpha(nn.Module):
-    """Learned entropy temperature ``alpha = exp(log_alpha)``.
-
-    :param target_entropy: the entropy target; ``"auto"`` means ``-dim(A)``.
-    :param log_alpha: initial ``log(alpha)``.
-    :param optim: optimizer factory (or Adam learning rate) for ``log_alpha``.
-
-    >>> AutoAlpha(-1.0, log_alpha=0.0).value
-    1.0
-    """
-
-    def __init__(
-        self,
-        target_entropy: float | str = "auto",
-        log_alpha: float = 0.0,
-        optim: OptimizerFactory | float = 3e-4,
-    ) -> None:
-        super().__init__()
-        self.target_entropy = target_entropy
-        self.log_alpha = nn.Parameter(torch.tensor(float(log_alpha)))
-        self.optim_spec = optim
-
-    @property
-    def value(self) -> float:
-        """The current alpha."""
-        return float(self.log_alpha.detach().exp())
-
-
 class SAC(OffPolicyActorCritic):
     """Soft Actor-Critic with twin critics, soft target updates and optional auto-alpha.
 
@@ -167,17 +139,8 @@ class SAC(OffPolicyActorCritic):
             n_step=n_step,
         )
         self.policy: SACPolicy = policy
-        self.auto_alpha: AutoAlpha | None = None
-        self._alpha = 0.0
-        steps = [("loss_actor", self.policy_optim)]
-        if isinstance(alpha, AutoAlpha):
-            self.auto_alpha = alpha
-            if alpha.target_entropy == "auto":
-                alpha.target_entropy = -float(np.prod(policy.action_space.shape))  # type: ignore[arg-type]
-            self.alpha_optim = self._create_optimizer([alpha.log_alpha], alpha.optim_spec)
-            steps.append(("loss_alpha", self.alpha_optim))
-        else:
-            self._alpha = float(alpha)
+        dim = float(np.prod(policy.action_space.shape))  # type: ignore[arg-type]
+        steps = self._init_temperature(alpha, auto_target_entropy=-dim)
         self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
         self._add_stage(self.actor_losses, *steps)
 
@@ -190,11 +153,6 @@ class SAC(OffPolicyActorCritic):
     def critic2_old(self) -> nn.Module:
         """The second target critic."""
         return self.critics_old[1]  # type: ignore[no-any-return]
-
-    @property
-    def alpha(self) -> float:
-        """The current entropy temperature."""
-        return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
 
     def next_value(self, obs_next: Any) -> torch.Tensor:
         """``min_j Q'_j(s', a') - alpha log pi(a'|s')`` with ``a' ~ pi(s')``."""
@@ -209,12 +167,5 @@ class SAC(OffPolicyActorCritic):
         act, log_prob, _, _ = self.policy.sample(obs)
         q = torch.min(*self.q_values(obs, act, detach=True))
         alpha = self.alpha
-        out = {
-            "loss_actor": (alpha * log_prob - q).mean(),
-            "entropy": -log_prob.detach().mean(),
-            "alpha": torch.tensor(alpha),
-        }
-        if self.auto_alpha is not None:
-            deficit = float(self.auto_alpha.target_entropy) + log_prob.detach()
-            out["loss_alpha"] = -(self.auto_alpha.log_alpha * deficit).mean()
-        return out
+        loss = (alpha * log_prob - q).mean()
+        return {"loss_actor": loss, **self.temperature_terms(-log_prob, alpha)}

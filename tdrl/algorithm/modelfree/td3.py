@@ -16,9 +16,9 @@ As in the paper and in Tianshou, the targets move only together with the actor, 
 smoothed target action ``a'`` is not clipped to the action range (Tianshou's choice: the
 critics are trained on stored actions that carry unclipped exploration noise as well).
 
-The delay lives in the update path only: :meth:`TD3._update_with_batch` runs both stages
-and the soft update on the actor's turn, and the critic stage alone otherwise (logging the
-last actor loss, as Tianshou does). ``forward(td)``, what TorchRL calls, returns
+The delay lives in the update path only: the actor stage is registered with
+``every=update_actor_freq`` and gates the soft update, so the critic stage runs alone off
+turn (logging the last actor loss, as Tianshou does). ``forward(td)``, what TorchRL calls, returns
 ``loss_qvalue`` and ``loss_actor`` at the current parameters every time; a plain TorchRL
 loop delays by stepping its actor optimizer and ``SoftUpdate`` every k-th iteration.
 """
@@ -33,7 +33,6 @@ from torch import nn
 from tdrl.algorithm.actor_critic import ContinuousDeterministicPolicy, reinit_copy
 from tdrl.algorithm.base import OptimizerFactory, require_at_least
 from tdrl.algorithm.modelfree.ddpg import DeterministicActorCritic
-from tdrl.data.batch import Batch
 
 __all__ = ["TD3", "ContinuousDeterministicPolicy"]
 
@@ -92,12 +91,11 @@ class TD3(DeterministicActorCritic):
             tau=tau,
             gamma=gamma,
             n_step=n_step,
+            actor_every=update_actor_freq,
         )
         self.policy_noise = float(policy_noise)
         self.noise_clip = float(noise_clip)
         self.update_actor_freq = int(update_actor_freq)
-        self._critic_steps = 0  # gradient steps so far: the actor's turn when % freq == 0
-        self._last_actor_loss = 0.0
 
     @property
     def critic1_old(self) -> nn.Module:
@@ -120,36 +118,3 @@ class TD3(DeterministicActorCritic):
         if self.noise_clip > 0.0:
             noise = noise.clamp(-self.noise_clip, self.noise_clip)
         return act + noise
-
-    def _update_with_batch(
-        self, batch: Batch, batch_size: int | None, repeat: int
-    ) -> dict[str, float]:
-        """One TD3 gradient step: the critic stage every time; on every
-        ``update_actor_freq``-th step (the first included) also the actor stage and the soft
-        target update. Off-turn steps log the last actor loss."""
-        actor_turn = self._critic_steps % self.update_actor_freq == 0
-        self._critic_steps += 1
-        if actor_turn:  # critic step, actor step, soft target update
-            stats = super()._update_with_batch(batch, batch_size, repeat)
-            self._last_actor_loss = stats["loss_actor"]
-            return stats
-        loss_q = self.critic_losses(batch)["loss_qvalue"]
-        self.critic_optim.step(loss_q)
-        q = float(loss_q.detach())
-        return {
-            "loss_qvalue": q,
-            "loss_actor": self._last_actor_loss,
-            "loss": q + self._last_actor_loss,
-        }
-
-    def _counters(self) -> dict[str, Any]:
-        return {
-            **super()._counters(),
-            "critic_steps": self._critic_steps,
-            "last_actor_loss": self._last_actor_loss,
-        }
-
-    def _load_counters(self, c: Any) -> None:
-        super()._load_counters(c)
-        self._critic_steps = int(c.get("critic_steps", 0))
-        self._last_actor_loss = float(c.get("last_actor_loss", 0.0))
