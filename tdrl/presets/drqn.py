@@ -1,0 +1,118 @@
+"""DRQN presets (plain data; the builder imports torch when called).
+
+``classic`` (tuned on CartPole-v1, threshold 195) starts from Tianshou's
+``test/discrete/test_drqn.py``: a :class:`~tdrl.utils.net_recurrent.RecurrentQNet` with a
+128-wide embedding and 2 LSTM layers, frame stacks of 4 from the buffer (``stack_num``),
+gamma 0.95, 3-step returns, Adam 1e-3, a target sync every 320 gradient steps, batch 128,
+16 training envs collecting 16 steps at a time, epsilon 0.1 in training and 0.05 in tests,
+a 20k buffer, 100 test episodes. The launcher builds the replay buffer with the preset's
+``stack_num``.
+
+>>> p = DRQNPreset()
+>>> p.stack_num, p.num_layers, p.n_step
+(4, 2, 3)
+>>> p.replace(stack_num=0)
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: drqn preset field 'stack_num': expected an int >= 1, got 0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tdrl.registry import Preset, register
+
+__all__ = ["DRQNPreset", "build"]
+
+
+@dataclass(frozen=True)
+class DRQNPreset(Preset):
+    """DRQN hyperparameters and trainer settings (defaults: CartPole-v1).
+
+    Network: a linear embedding of ``hidden_size``, ``num_layers`` LSTM layers of the same
+    width, a linear Q head on the last frame. The replay buffer returns the last
+    ``stack_num`` observations of every sample. Warm up with ``collect(n_step=warmup_steps,
+    random=True)``; both collectors add epsilon-greedy noise (``eps_train`` inside training
+    steps, ``eps_test`` outside).
+
+    >>> DRQNPreset().replace(hidden_size=0)
+    Traceback (most recent call last):
+    ...
+    tdrl.registry.PresetError: drqn preset field 'hidden_size': expected an int >= 1, got 0
+    """
+
+    algo: ClassVar[str] = "drqn"
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        "stack_num": (">= 1", lambda v: v >= 1),
+        "hidden_size": (">= 1", lambda v: v >= 1),
+        "num_layers": (">= 1", lambda v: v >= 1),
+    }
+
+    task: str = "CartPole-v1"
+    threshold: float | None = None
+    hidden_size: int = 128
+    num_layers: int = 2
+    stack_num: int = 4
+    lr: float = 1e-3
+    gamma: float = 0.95
+    n_step: int = 3
+    target_update_freq: int = 320
+    eps_train: float = 0.1
+    eps_test: float = 0.05
+    buffer_size: int = 20_000
+    training_num: int = 16
+    test_num: int = 100
+    warmup_steps: int = 2048
+    max_epochs: int = 5
+    step_per_epoch: int = 20_000
+    step_per_collect: int = 16
+    update_per_step: float = 0.0625
+    batch_size: int = 128
+
+
+def build(p: DRQNPreset, observation_space: Any, action_space: Any) -> Any:
+    """Create the :class:`~tdrl.utils.net_recurrent.RecurrentQNet`, the policy and the
+    algorithm.
+
+    >>> import gymnasium as gym
+    >>> alg = build(DRQNPreset(hidden_size=8, num_layers=1),
+    ...             gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
+    >>> type(alg).__name__, alg.n_step, type(alg.policy.model).__name__
+    ('DRQN', 3, 'RecurrentQNet')
+    """
+    from tdrl.algorithm.modelfree.drqn import DRQN, DRQNPolicy
+    from tdrl.utils.net_recurrent import RecurrentQNet
+
+    model = RecurrentQNet(
+        observation_space.shape,
+        int(action_space.n),
+        hidden_size=p.hidden_size,
+        num_layers=p.num_layers,
+    )
+    policy = DRQNPolicy(
+        model=model,
+        action_space=action_space,
+        eps_training=p.eps_train,
+        eps_inference=p.eps_test,
+    )
+    return DRQN(
+        policy=policy,
+        optim=p.lr,
+        gamma=p.gamma,
+        n_step=p.n_step,
+        target_update_freq=p.target_update_freq,
+    )
+
+
+register(
+    "drqn",
+    "classic",
+    DRQNPreset(),
+    builder="tdrl.presets.drqn:build",
+    trainer="offpolicy",
+    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
+    action_space="discrete",
+)
