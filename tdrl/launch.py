@@ -3,6 +3,22 @@
 This is what ``tdrl train ALGO TASK`` and the scripts in ``recipes/`` run. Everything is
 assembled from the public building blocks, so the function below doubles as a worked
 example of wiring tdrl by hand.
+
+Preset fields the launcher acts on, beside the trainer's (any preset class may have them):
+
+* ``warmup_steps``: random env steps collected before training (the off-policy presets);
+  unless given explicitly (``ExperimentConfig.overrides``), at most half the run's
+  training steps ``max_epochs * step_per_epoch``, or one epoch's when that is more
+  (:func:`warmup_steps`), so a short budget (``--epochs 1 --step-per-epoch 1000`` on a
+  MuJoCo preset with a 25k-step warm-up) still trains, mostly on its own data;
+* ``obs_norm``: observations normalized by a running mean/std over the training envs'
+  observations, updated while they collect, shared frozen with the test envs, and saved
+  with the algorithm (its ``obs_rms`` buffers) in checkpoints: Tianshou's
+  ``VectorEnvNormObs`` (:class:`NormObsDummyVectorEnv`), as in its on-policy MuJoCo
+  examples.
+
+Learning-rate decay (``lr_decay``) needs no launcher: the builders give the optimizers an
+LR schedule from the preset's trainer fields (see :mod:`tdrl.presets.mujoco`).
 """
 
 from __future__ import annotations
@@ -11,7 +27,7 @@ import argparse
 import dataclasses
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +44,20 @@ from tdrl.env import DummyVectorEnv
 from tdrl.registry import Preset
 from tdrl.trainer import OffPolicyTrainer, OnPolicyTrainer, TrainResult
 from tdrl.utils.logger import BaseLogger, ConsoleLogger, CSVLogger, LazyLogger
+from tdrl.utils.normalize import VectorEnvNormObs
 
 __all__ = [
     "CURVE_KEY",
     "LOGGERS",
     "ExperimentConfig",
+    "NormObsDummyVectorEnv",
     "add_train_arguments",
     "config_from_args",
     "make_logger",
     "recipe_main",
     "run_experiment",
     "seed_everything",
+    "warmup_steps",
 ]
 
 TRAINERS = {"onpolicy": OnPolicyTrainer, "offpolicy": OffPolicyTrainer}
@@ -48,6 +67,9 @@ CURVE_KEY = "test/returns_stat/mean"
 @dataclass
 class ExperimentConfig:
     """What to train and how; ``None`` fields take the algorithm preset's value.
+
+    ``overrides`` sets any other preset field (``{"step_per_collect": 256}``); the named
+    fields (``epochs`` ...) win over it.
 
     >>> ExperimentConfig("ppo", "CartPole-v1").run_name().startswith("ppo-CartPole-v1-seed0")
     True
@@ -68,6 +90,7 @@ class ExperimentConfig:
     resume: bool = False
     show_progress: bool = True
     plot: bool = True
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def run_name(self) -> str:
         """A directory name unique to the algorithm, task and seed."""
@@ -119,12 +142,48 @@ def make_logger(kind: str, run_dir: Path, config: dict[str, Any]) -> BaseLogger:
     return logger
 
 
+class NormObsDummyVectorEnv(VectorEnvNormObs, DummyVectorEnv):
+    """A :class:`~tdrl.env.DummyVectorEnv` whose observations are normalized by a running
+    mean/std (:class:`~tdrl.utils.normalize.VectorEnvNormObs`): what the launcher makes for
+    a preset with ``obs_norm`` on (the test envs share the training envs' ``obs_rms``,
+    with ``update_obs_rms=False``).
+
+    >>> import gymnasium as gym
+    >>> envs = NormObsDummyVectorEnv([lambda: gym.make("Pendulum-v1")] * 3)
+    >>> obs, _ = envs.reset(seed=0)
+    >>> int(envs.obs_rms.count), bool(abs(obs.mean(0)).max() < 1e-5)
+    (3, True)
+    """
+
+
+def warmup_steps(preset: Preset, explicit: bool = False) -> int:
+    """The random warm-up of a run of ``preset``: its ``warmup_steps`` (0 without one),
+    unless ``explicit`` (given by the user) at most ``max(step_per_epoch, max_epochs *
+    step_per_epoch // 2)``: half the run's training steps, one epoch's for a run of one
+    or two epochs (so a run cut after its first epoch warms up as the whole run did).
+
+    >>> from tdrl import registry
+    >>> p = registry.preset("td3", "Hopper-v5")  # 50 epochs of 5000 steps
+    >>> warmup_steps(p), warmup_steps(p.replace(max_epochs=4)), warmup_steps(
+    ...     p.replace(max_epochs=1, step_per_epoch=1000))
+    (25000, 10000, 1000)
+    >>> warmup_steps(registry.preset("ppo", "CartPole-v1"))
+    0
+    """
+    steps = int(getattr(preset, "warmup_steps", 0) or 0)
+    if explicit:
+        return steps
+    per_epoch = int(getattr(preset, "step_per_epoch", 0))
+    budget = int(getattr(preset, "max_epochs", 0)) * per_epoch
+    return min(steps, max(per_epoch, budget // 2))
+
+
 def _preset(cfg: ExperimentConfig) -> Preset:
     """The registry's preset for ``cfg.algo`` on ``cfg.task`` with the config's overrides."""
-    overrides: dict[str, Any] = {}
-    for field in ("step_per_epoch", "training_num", "test_num"):
-        if getattr(cfg, field) is not None:
-            overrides[field] = getattr(cfg, field)
+    overrides: dict[str, Any] = dict(cfg.overrides)
+    for name in ("step_per_epoch", "training_num", "test_num"):
+        if getattr(cfg, name) is not None:
+            overrides[name] = getattr(cfg, name)
     if cfg.epochs is not None:
         overrides["max_epochs"] = cfg.epochs
     if cfg.stop_reward is not None:
@@ -147,8 +206,18 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
         env: gym.Env = spec.make_env(preset.task, preset)
         return env
 
-    train_envs = DummyVectorEnv([make_env] * preset.training_num)
-    test_envs = DummyVectorEnv([make_env] * preset.test_num)
+    train_envs: DummyVectorEnv
+    test_envs: DummyVectorEnv
+    if getattr(preset, "obs_norm", False):
+        # Tianshou's VectorEnvNormObs: the training envs update the statistics while they
+        # collect, the test envs normalize with the same statistics, frozen
+        train_envs = NormObsDummyVectorEnv([make_env] * preset.training_num)
+        test_envs = NormObsDummyVectorEnv(
+            [make_env] * preset.test_num, obs_rms=train_envs.obs_rms, update_obs_rms=False
+        )
+    else:
+        train_envs = DummyVectorEnv([make_env] * preset.training_num)
+        test_envs = DummyVectorEnv([make_env] * preset.test_num)
     try:
         algorithm = make_algorithm(
             cfg.algo,
@@ -162,15 +231,20 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
         train_envs.close()
         test_envs.close()
         raise
+    if isinstance(train_envs, NormObsDummyVectorEnv):
+        # checkpointed (and restored in place) with the algorithm's state_dict
+        algorithm.add_module("obs_rms", train_envs.obs_rms)
     run_dir = Path(cfg.log_dir) / cfg.run_name()
     run_dir.mkdir(parents=True, exist_ok=True)
     noisy = spec.exploration_noise  # e.g. DQN: epsilon-greedy in training, eps_test in tests
-    buffer = VectorReplayBuffer(preset.buffer_size, preset.training_num)
+    buffer = VectorReplayBuffer(
+        preset.buffer_size, preset.training_num, stack_num=getattr(preset, "stack_num", 1)
+    )
     train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
     test = Collector(algorithm.policy, test_envs, exploration_noise=noisy)
     train.reset(seed=cfg.seed)
     test.reset(seed=cfg.seed + 100_000)
-    warmup = getattr(preset, "warmup_steps", 0)
+    warmup = warmup_steps(preset, explicit="warmup_steps" in cfg.overrides)
     if warmup and not (cfg.resume and (run_dir / "checkpoint.pt").exists()):
         train.collect(n_step=warmup, random=True)
     logger = make_logger(cfg.logger, run_dir, dataclasses.asdict(cfg))

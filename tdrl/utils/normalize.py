@@ -2,17 +2,24 @@
 
 :class:`RunningNorm` keeps running moments with the parallel (Chan et al.) update, like
 Tianshou's ``RunningMeanStd``, but as ``nn.Module`` buffers, so ``state_dict()`` saves
-them. :class:`ObsNormalizer` puts one in front of a network.
+them. :class:`ObsNormalizer` puts one in front of a network. :class:`VectorEnvNormObs`
+normalizes a vector env's observations, as Tianshou's wrapper of that name (what its
+on-policy MuJoCo examples train with).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["ObsNormalizer", "RunningNorm"]
+__all__ = ["TIANSHOU_EPS", "ObsNormalizer", "RunningNorm", "VectorEnvNormObs"]
+
+TIANSHOU_EPS: float = float(np.finfo(np.float32).eps)
+"""The variance epsilon of Tianshou's ``RunningMeanStd`` (float32's machine epsilon)."""
 
 
 class RunningNorm(nn.Module):
@@ -110,3 +117,90 @@ class ObsNormalizer(nn.Module):
         if self.update_stats and torch.is_inference_mode_enabled():
             self.norm.update(obs)
         return self.net(self.norm.normalize(obs))
+
+
+class VectorEnvNormObs:
+    """Mixin for a tdrl vector env class: observations come out normalized by a running
+    mean/std, Tianshou's ``VectorEnvNormObs`` (its on-policy MuJoCo examples).
+
+    Mix it in front of any vector env class (``class C(VectorEnvNormObs, DummyVectorEnv)``);
+    the env is still an instance of that class (collector checkpoints snapshot in-process
+    envs as usual). ``reset`` and ``step`` first fold the raw observations they return into
+    :attr:`obs_rms` (when :attr:`update_obs_rms` is on: one batch per call, over the envs
+    that call returned, terminal observations included), then return
+    ``clip((obs - mean) / sqrt(var + eps), -10, 10)`` in the observation's dtype (computed
+    in float64). Test envs share the training envs' statistics, frozen:
+    ``C(fns, obs_rms=train.obs_rms, update_obs_rms=False)``; the statistics are a
+    :class:`RunningNorm` module, so any module holding it checkpoints them.
+
+    :param obs_rms: the statistics to use (default: new ones of the observation space's
+        shape, with Tianshou's clip 10 and epsilon :data:`TIANSHOU_EPS`).
+    :param update_obs_rms: update the statistics with every observation returned.
+
+    Other arguments go to the vector env class.
+
+    >>> import gymnasium as gym
+    >>> from tdrl.env import DummyVectorEnv
+    >>> class NormDummy(VectorEnvNormObs, DummyVectorEnv):
+    ...     pass
+    >>> fns = [lambda: gym.make("Pendulum-v1")] * 2
+    >>> train = NormDummy(fns)
+    >>> test = NormDummy(fns, obs_rms=train.obs_rms, update_obs_rms=False)
+    >>> obs, _ = train.reset(seed=0)  # two samples: each one std from their mean
+    >>> np.abs(obs).round(3).tolist()
+    [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    >>> obs, *_ = train.step(np.zeros((2, 1)))
+    >>> int(train.obs_rms.count), obs.dtype
+    (4, dtype('float32'))
+    >>> _ = test.reset(seed=1); int(test.obs_rms.count)  # shared, frozen at test
+    4
+    """
+
+    obs_rms: RunningNorm
+    update_obs_rms: bool
+
+    def __init__(
+        self,
+        *args: Any,
+        obs_rms: RunningNorm | None = None,
+        update_obs_rms: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        if obs_rms is None:
+            space = self.observation_space[0]  # type: ignore[attr-defined]
+            if not isinstance(getattr(space, "shape", None), tuple) or not space.shape:
+                raise TypeError(
+                    f"observation_space: expected an array space (Box) to normalize, got {space}"
+                )
+            obs_rms = RunningNorm(space.shape, clip=10.0, eps=TIANSHOU_EPS)
+        self.obs_rms = obs_rms
+        self.update_obs_rms = update_obs_rms
+
+    def set_obs_rms(self, obs_rms: RunningNorm) -> None:
+        """Normalize with ``obs_rms`` from now on (e.g. statistics restored from a file)."""
+        self.obs_rms = obs_rms
+
+    def get_obs_rms(self) -> RunningNorm:
+        """The statistics this env normalizes with."""
+        return self.obs_rms
+
+    def _norm_obs(self, obs: Any) -> Any:
+        raw = np.asarray(obs)
+        x = torch.as_tensor(raw, dtype=torch.float64, device=self.obs_rms.mean.device)
+        if self.update_obs_rms:
+            self.obs_rms.update(x)
+        out = self.obs_rms.normalize(x).cpu().numpy()
+        return out.astype(raw.dtype, copy=False) if raw.dtype.kind == "f" else out
+
+    def reset(
+        self, env_id: Any = None, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, np.ndarray]:
+        """The wrapped ``reset``, observations normalized (statistics updated first)."""
+        obs, info = super().reset(env_id, seed=seed, options=options)  # type: ignore[misc]
+        return self._norm_obs(obs), info
+
+    def step(self, action: Any, env_id: Any = None) -> Any:
+        """The wrapped ``step``, observations normalized (statistics updated first)."""
+        obs, *rest = super().step(action, env_id)  # type: ignore[misc]
+        return (self._norm_obs(obs), *rest)

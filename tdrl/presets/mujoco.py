@@ -1,0 +1,693 @@
+"""MuJoCo presets: Tianshou 2.0.1's published MuJoCo settings for every continuous algorithm.
+
+One ``mujoco`` family entry per algorithm, so ``tdrl train td3 Hopper-v5`` (or any MuJoCo
+task: the builders take their sizes from the spaces) trains with the hyperparameters of
+Tianshou's benchmark scripts ``examples/mujoco/mujoco_<algo>.py`` (tag v2.0.1; each value
+below cites its script). The presets' own task is Hopper-v5; the stop threshold is
+gymnasium's ``reward_threshold`` of the task asked for (none for e.g. Walker2d-v5: the run
+takes all its epochs).
+
+On-policy (REINFORCE, A2C, PPO, NPG, TRPO), as the scripts build them:
+
+* tanh MLPs ``(64, 64)``; a Gaussian actor with an unbounded mean and a free log std
+  initialised at -0.5; orthogonal weights (gain sqrt 2) and zero biases everywhere, the
+  mean's output layer then scaled by 0.01 (arXiv:2006.05990, fig. 24); stochastic test
+  episodes (the scripts' ``deterministic_eval=False``); actions clipped (``"clip"``) or
+  squashed (REINFORCE: ``"tanh"``) into the Box, then scaled to it;
+* ``obs_norm``: the launcher normalizes observations by a running mean/std over the
+  training envs, shared frozen with the test envs (:mod:`tdrl.launch`);
+* ``lr_decay``: every optimizer's learning rate decays linearly to 0 over the run's
+  ``ceil(step_per_epoch / step_per_collect) * max_epochs`` updates
+  (:func:`linear_lr_decay`, stepped once per ``update``);
+* whole-rollout batches where the scripts pass ``batch_size=None`` (here ``99_999``).
+
+Off-policy (DDPG, TD3, SAC, REDQ): the algorithms' own preset classes and builders
+(ReLU MLPs ``(256, 256)``), one training env, one env step per collect, a replay buffer
+of 1M and a random warm-up (capped for short runs: :func:`tdrl.launch.warmup_steps`).
+Exploration and target-smoothing noise are in raw action units (``[-1, 1]``, before
+scaling to the Box), where Tianshou multiplies them by the Box's ``high``: the same for
+every MuJoCo task whose actions lie in ``[-1, 1]`` (Hopper, HalfCheetah, Walker2d, Ant).
+
+>>> from tdrl import registry
+>>> p = registry.preset("ppo", "HalfCheetah-v5")
+>>> type(p).__name__, p.lr, p.step_per_collect, p.obs_norm, p.lr_decay, p.threshold
+('PPOMujocoPreset', 0.0003, 2048, True, True, 4800.0)
+>>> registry.entry("td3", "Hopper-v5").family, registry.preset("td3", "Hopper-v5").warmup_steps
+('mujoco', 25000)
+>>> lr_decay_updates(p)  # ceil(30000 / 2048) * 100
+1500
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tdrl.presets.a2c import A2CPreset
+from tdrl.presets.ddpg import DDPGPreset
+from tdrl.presets.npg import NPGPreset
+from tdrl.presets.redq import REDQPreset
+from tdrl.presets.reinforce import ReinforcePreset
+from tdrl.presets.td3 import TD3Preset
+from tdrl.presets.trpo import TRPOPreset
+from tdrl.registry import PPOPreset, Preset, PresetError, SACPreset, register
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+    import torch
+
+    from tdrl.algorithm.base import OptimizerFactory
+    from tdrl.algorithm.modelfree.a2c import A2C
+    from tdrl.algorithm.modelfree.npg import NPG
+    from tdrl.algorithm.modelfree.ppo import PPO
+    from tdrl.algorithm.modelfree.reinforce import Reinforce
+    from tdrl.algorithm.modelfree.trpo import TRPO
+    from tdrl.algorithm.policy_gradient import ActorPolicy
+
+__all__ = [
+    "A2CMujocoPreset",
+    "NPGMujocoPreset",
+    "PPOMujocoPreset",
+    "ReinforceMujocoPreset",
+    "TRPOMujocoPreset",
+    "build_a2c",
+    "build_npg",
+    "build_ppo",
+    "build_reinforce",
+    "build_trpo",
+    "linear_lr_decay",
+    "lr_decay_updates",
+    "mujoco_actor_critic",
+]
+
+_Rules = dict[str, tuple[str, Callable[[Any], bool]]]
+_ON_POLICY_RULES: _Rules = {
+    "action_bound_method": ("'clip' or 'tanh'", lambda v: v in ("clip", "tanh")),
+}
+
+
+# ------------------------------------------------------------------------ preset classes
+@dataclass(frozen=True)
+class _OnPolicyMujocoFields:
+    """Fields every on-policy MuJoCo preset adds to its algorithm's preset class.
+
+    ``obs_norm``: the launcher normalizes observations (Tianshou's ``VectorEnvNormObs``);
+    ``lr_decay``: linear learning-rate decay to 0 over the run (:func:`linear_lr_decay`);
+    ``action_bound_method``: how raw Gaussian actions are bounded, ``"clip"`` or ``"tanh"``.
+    """
+
+    obs_norm: bool = True
+    lr_decay: bool = True
+    action_bound_method: str = "clip"
+
+
+@dataclass(frozen=True)
+class ReinforceMujocoPreset(ReinforcePreset, _OnPolicyMujocoFields):
+    """:class:`~tdrl.presets.reinforce.ReinforcePreset` plus the on-policy MuJoCo fields.
+
+    >>> ReinforceMujocoPreset().replace(action_bound_method="none")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tdrl.registry.PresetError: reinforce ... 'action_bound_method': expected ..., got 'none'
+    """
+
+    rules: ClassVar[_Rules] = {**ReinforcePreset.rules, **_ON_POLICY_RULES}
+
+
+@dataclass(frozen=True)
+class A2CMujocoPreset(A2CPreset, _OnPolicyMujocoFields):
+    """:class:`~tdrl.presets.a2c.A2CPreset` plus the on-policy MuJoCo fields; RMSprop
+    (``alpha`` 0.99, ``eps`` 1e-5) rather than Adam, as Tianshou's MuJoCo A2C.
+
+    >>> A2CMujocoPreset().lr_decay
+    True
+    """
+
+    rules: ClassVar[_Rules] = {**A2CPreset.rules, **_ON_POLICY_RULES}
+
+
+@dataclass(frozen=True)
+class PPOMujocoPreset(PPOPreset, _OnPolicyMujocoFields):
+    """:class:`~tdrl.registry.PPOPreset` plus the on-policy MuJoCo fields, the dual clip
+    (``None``: off) and advantage recomputation before each epoch after the first.
+
+    >>> PPOMujocoPreset().replace(dual_clip=0.5)
+    Traceback (most recent call last):
+    ...
+    tdrl.registry.PresetError: ppo preset field 'dual_clip': expected a float or None > 1, got 0.5
+    """
+
+    rules: ClassVar[_Rules] = {
+        **PPOPreset.rules,
+        **_ON_POLICY_RULES,
+        "dual_clip": ("> 1", lambda v: v > 1),
+    }
+
+    dual_clip: float | None = None
+    recompute_advantage: bool = True
+
+
+@dataclass(frozen=True)
+class NPGMujocoPreset(NPGPreset, _OnPolicyMujocoFields):
+    """:class:`~tdrl.presets.npg.NPGPreset` plus the on-policy MuJoCo fields.
+
+    >>> NPGMujocoPreset().obs_norm
+    True
+    """
+
+    rules: ClassVar[_Rules] = {**NPGPreset.rules, **_ON_POLICY_RULES}
+
+
+@dataclass(frozen=True)
+class TRPOMujocoPreset(TRPOPreset, _OnPolicyMujocoFields):
+    """:class:`~tdrl.presets.trpo.TRPOPreset` plus the on-policy MuJoCo fields.
+
+    >>> TRPOMujocoPreset().obs_norm
+    True
+    """
+
+    rules: ClassVar[_Rules] = {**TRPOPreset.rules, **_ON_POLICY_RULES}
+
+
+# ------------------------------------------------------------------ learning-rate decay
+def lr_decay_updates(p: Preset) -> int:
+    """The number of updates of a run of on-policy preset ``p``:
+    ``ceil(step_per_epoch / step_per_collect) * max_epochs`` (Tianshou's
+    ``LRSchedulerFactoryLinear``); the trainer calls ``update`` once per collect.
+
+    >>> from tdrl import registry
+    >>> lr_decay_updates(registry.preset("a2c", "Hopper-v5"))  # ceil(30000 / 80) * 100
+    37500
+    >>> lr_decay_updates(A2CMujocoPreset())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tdrl.registry.PresetError: a2c ... 'step_per_collect': expected an int with lr_decay on ...
+    """
+    step_per_collect = getattr(p, "step_per_collect", None)
+    if step_per_collect is None:
+        raise PresetError(
+            f"{p.algo} preset field 'step_per_collect': expected an int with lr_decay on "
+            "(the decay spans the run's collects), got None"
+        )
+    p_: Any = p
+    return math.ceil(p_.step_per_epoch / step_per_collect) * p_.max_epochs
+
+
+def _linear_factor(n_updates: int, total: int) -> float:
+    """``1 - n / total``, clamped at 0."""
+    return max(0.0, 1.0 - n_updates / total)
+
+
+def _linear_scheduler(optim: torch.optim.Optimizer, total: int) -> Any:
+    from torch.optim.lr_scheduler import LambdaLR
+
+    return LambdaLR(optim, functools.partial(_linear_factor, total=total))
+
+
+def linear_lr_decay(total_updates: int) -> Callable[[torch.optim.Optimizer], Any]:
+    """``optimizer -> LambdaLR`` decaying the learning rate linearly from its initial value
+    to 0 over ``total_updates`` scheduler steps (algorithms step their schedulers once per
+    ``update``), for :meth:`~tdrl.algorithm.base.OptimizerFactory.with_lr_scheduler`.
+
+    Tianshou's ``LRSchedulerFactoryLinear`` (``lr * (1 - n / total)``), clamped at 0 past
+    the end. The factor is computed from ``total_updates`` only (not saved in the
+    scheduler's ``state_dict``, which keeps the step count), so a run resumed with more
+    epochs decays over its new length.
+
+    >>> import torch
+    >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    >>> sched = linear_lr_decay(4)(opt)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(opt.param_groups[0]["lr"]); opt.step(); sched.step()
+    >>> lrs
+    [1.0, 0.75, 0.5, 0.25, 0.0]
+    """
+    if not isinstance(total_updates, int) or total_updates < 1:
+        raise ValueError(f"total_updates: expected an int >= 1, got {total_updates!r}")
+    return functools.partial(_linear_scheduler, total=total_updates)
+
+
+def _optimizer(p: Any, factory: OptimizerFactory) -> OptimizerFactory:
+    """``factory``, with the linear decay when the preset asks for it."""
+    if getattr(p, "lr_decay", False):
+        return factory.with_lr_scheduler(linear_lr_decay(lr_decay_updates(p)))
+    return factory
+
+
+# -------------------------------------------------------------------------------- networks
+def mujoco_actor_critic(
+    p: Any, observation_space: gym.Space, action_space: gym.Space, critic: bool = True
+) -> tuple[ActorPolicy, torch.nn.Module | None]:
+    """The policy and critic of Tianshou's on-policy MuJoCo scripts for preset ``p``.
+
+    A tanh-MLP Gaussian actor (unbounded mean, free log std at -0.5) and a tanh-MLP critic
+    of ``p.hidden_sizes``; orthogonal weights (gain sqrt 2), zero biases, the mean's layer
+    scaled by 0.01; the policy bounds actions by ``p.action_bound_method`` and samples at
+    test time unless ``p.deterministic_eval``.
+
+    >>> import gymnasium as gym
+    >>> policy, critic = mujoco_actor_critic(
+    ...     PPOMujocoPreset(hidden_sizes=(8,)), gym.spaces.Box(-1, 1, (5,)),
+    ...     gym.spaces.Box(-1, 1, (2,)))
+    >>> actor = policy.actor
+    >>> actor.log_std.tolist(), float(actor.loc.weight.detach().abs().max()) < 0.05
+    ([-0.5, -0.5], True)
+    """
+    import numpy as np
+    import torch
+
+    from tdrl.algorithm.policy_gradient import ActorPolicy
+    from tdrl.utils.net import GaussianActor, VCritic
+
+    d = int(np.prod(observation_space.shape))  # type: ignore[arg-type]
+    a = int(np.prod(action_space.shape))  # type: ignore[arg-type]
+    tanh = torch.nn.Tanh
+    actor = GaussianActor(
+        d, a, p.hidden_sizes, state_dependent_std=False, init_log_std=-0.5, activation=tanh
+    )
+    v = VCritic(d, p.hidden_sizes, activation=tanh) if critic else None
+    modules = [*actor.modules(), *(v.modules() if v is not None else [])]
+    gain = float(np.sqrt(2))
+    with torch.no_grad():
+        for m in modules:
+            if isinstance(m, torch.nn.Linear):
+                torch.nn.init.orthogonal_(m.weight, gain=gain)
+                torch.nn.init.zeros_(m.bias)
+        actor.loc.weight.mul_(0.01)  # last policy layer scaling: initial actions near 0
+    policy = ActorPolicy(
+        actor=actor,
+        action_space=action_space,
+        deterministic_eval=p.deterministic_eval,
+        action_bound_method=p.action_bound_method,
+    )
+    return policy, v
+
+
+# -------------------------------------------------------------------------------- builders
+def build_reinforce(
+    p: ReinforceMujocoPreset, observation_space: gym.Space, action_space: gym.Space
+) -> Reinforce:
+    """REINFORCE as ``mujoco_reinforce.py``: actor only, Adam with the linear decay."""
+    from tdrl.algorithm.base import AdamOptimizerFactory
+    from tdrl.algorithm.modelfree.reinforce import Reinforce
+
+    policy, _ = mujoco_actor_critic(p, observation_space, action_space, critic=False)
+    return Reinforce(
+        policy=policy,
+        optim=_optimizer(p, AdamOptimizerFactory(lr=p.lr)),
+        gamma=p.gamma,
+        return_standardization=p.return_standardization,
+    )
+
+
+def build_a2c(p: A2CMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> A2C:
+    """A2C as ``mujoco_a2c.py``: RMSprop (alpha 0.99, eps 1e-5) with the linear decay."""
+    import torch
+
+    from tdrl.algorithm.base import OptimizerFactory
+    from tdrl.algorithm.modelfree.a2c import A2C
+
+    policy, critic = mujoco_actor_critic(p, observation_space, action_space)
+    assert critic is not None
+    rmsprop = OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5, alpha=0.99)
+    return A2C(
+        policy=policy,
+        critic=critic,
+        optim=_optimizer(p, rmsprop),
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        vf_coef=p.vf_coef,
+        ent_coef=p.ent_coef,
+        max_grad_norm=p.max_grad_norm,
+        return_scaling=p.return_scaling,
+    )
+
+
+def build_ppo(p: PPOMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> PPO:
+    """PPO as ``mujoco_ppo.py``: one Adam (linear decay) for actor and critic."""
+    from tdrl.algorithm.base import AdamOptimizerFactory
+    from tdrl.algorithm.modelfree.ppo import PPO
+
+    policy, critic = mujoco_actor_critic(p, observation_space, action_space)
+    assert critic is not None
+    return PPO(
+        policy=policy,
+        critic=critic,
+        optim=_optimizer(p, AdamOptimizerFactory(lr=p.lr)),
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        eps_clip=p.eps_clip,
+        dual_clip=p.dual_clip,
+        value_clip=p.value_clip,
+        advantage_normalization=p.advantage_normalization,
+        recompute_advantage=p.recompute_advantage,
+        vf_coef=p.vf_coef,
+        ent_coef=p.ent_coef,
+        max_grad_norm=p.max_grad_norm,
+        return_scaling=p.return_scaling,
+    )
+
+
+def build_npg(p: NPGMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> NPG:
+    """NPG as ``mujoco_npg.py``: the critic's Adam with the linear decay."""
+    from tdrl.algorithm.base import AdamOptimizerFactory
+    from tdrl.algorithm.modelfree.npg import NPG
+
+    policy, critic = mujoco_actor_critic(p, observation_space, action_space)
+    assert critic is not None
+    return NPG(
+        policy=policy,
+        critic=critic,
+        optim=_optimizer(p, AdamOptimizerFactory(lr=p.lr)),
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        return_scaling=p.return_scaling,
+        advantage_normalization=p.advantage_normalization,
+        optim_critic_iters=p.optim_critic_iters,
+        trust_region_size=p.trust_region_size,
+    )
+
+
+def build_trpo(p: TRPOMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> TRPO:
+    """TRPO as ``mujoco_trpo.py``: the critic's Adam with the linear decay."""
+    from tdrl.algorithm.base import AdamOptimizerFactory
+    from tdrl.algorithm.modelfree.trpo import TRPO
+
+    policy, critic = mujoco_actor_critic(p, observation_space, action_space)
+    assert critic is not None
+    return TRPO(
+        policy=policy,
+        critic=critic,
+        optim=_optimizer(p, AdamOptimizerFactory(lr=p.lr)),
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        return_scaling=p.return_scaling,
+        advantage_normalization=p.advantage_normalization,
+        optim_critic_iters=p.optim_critic_iters,
+        max_kl=p.max_kl,
+        backtrack_coeff=p.backtrack_coeff,
+        max_backtracks=p.max_backtracks,
+    )
+
+
+# ------------------------------------------------------------------------------ registry
+# Values from Tianshou v2.0.1 examples/mujoco/mujoco_<algo>.py (the ``main`` defaults);
+# fields not listed keep their preset class's default, which matches the script unless
+# noted. "script: X" names the script's parameter where it differs from the field's name.
+_HERE = "tdrl.presets.mujoco"
+
+register(
+    "reinforce",
+    "mujoco",
+    # examples/mujoco/mujoco_reinforce.py
+    ReinforceMujocoPreset(
+        task="Hopper-v5",  # script: task="Ant-v4"; any MuJoCo task works
+        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh
+        lr=1e-3,  # lr=1e-3 (Adam)
+        gamma=0.99,  # gamma=0.99
+        return_standardization=True,  # script: return_scaling=True
+        action_bound_method="tanh",  # action_bound_method="tanh"
+        lr_decay=True,  # lr_decay=True
+        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
+        deterministic_eval=False,  # ProbabilisticActorPolicy's default
+        buffer_size=4096,  # buffer_size=4096
+        training_num=10,  # num_training_envs=10
+        test_num=10,  # num_test_envs=10
+        max_epochs=100,  # epoch=100
+        step_per_epoch=30_000,  # epoch_num_steps=30000
+        step_per_collect=2048,  # collection_step_num_env_steps=2048
+        episode_per_collect=None,
+        repeat_per_collect=1,  # update_step_num_repetitions=1
+        batch_size=99_999,  # batch_size=None: the whole rollout
+    ),
+    builder=f"{_HERE}:build_reinforce",
+    trainer="onpolicy",
+    exploration_noise=False,
+    action_space="continuous",
+)
+register(
+    "a2c",
+    "mujoco",
+    # examples/mujoco/mujoco_a2c.py
+    A2CMujocoPreset(
+        task="Hopper-v5",  # script: task="Ant-v4"
+        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh, separate actor and critic
+        shared_trunk=False,
+        lr=7e-4,  # lr=7e-4 (RMSprop, eps=1e-5, alpha=0.99)
+        gamma=0.99,  # gamma=0.99
+        gae_lambda=0.95,  # gae_lambda=0.95
+        vf_coef=0.5,  # vf_coef=0.5
+        ent_coef=0.01,  # ent_coef=0.01
+        max_grad_norm=0.5,  # max_grad_norm=0.5
+        return_scaling=True,  # return_scaling=True
+        action_bound_method="clip",  # action_bound_method="clip"
+        lr_decay=True,  # lr_decay=True
+        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
+        deterministic_eval=False,  # ProbabilisticActorPolicy's default
+        buffer_size=4096,  # buffer_size=4096
+        training_num=16,  # num_training_envs=16
+        test_num=10,  # num_test_envs=10
+        max_epochs=100,  # epoch=100
+        step_per_epoch=30_000,  # epoch_num_steps=30000
+        step_per_collect=80,  # collection_step_num_env_steps=80
+        episode_per_collect=None,
+        repeat_per_collect=1,  # update_step_num_repetitions=1
+        batch_size=99_999,  # batch_size=None: the whole rollout
+    ),
+    builder=f"{_HERE}:build_a2c",
+    trainer="onpolicy",
+    exploration_noise=False,
+    action_space="continuous",
+)
+register(
+    "ppo",
+    "mujoco",
+    # examples/mujoco/mujoco_ppo.py
+    PPOMujocoPreset(
+        task="Hopper-v5",  # script: task="Ant-v4"
+        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh
+        lr=3e-4,  # lr=3e-4 (Adam, actor and critic together)
+        gamma=0.99,  # gamma=0.99
+        gae_lambda=0.95,  # gae_lambda=0.95
+        eps_clip=0.2,  # eps_clip=0.2
+        dual_clip=None,  # dual_clip=None
+        value_clip=True,  # value_clip=True
+        advantage_normalization=False,  # advantage_normalization=False
+        recompute_advantage=True,  # recompute_adv=True
+        vf_coef=0.25,  # vf_coef=0.25
+        ent_coef=0.0,  # ent_coef=0.0
+        max_grad_norm=0.5,  # max_grad_norm=0.5
+        return_scaling=True,  # return_scaling=True
+        action_bound_method="clip",  # bound_action_method="clip"
+        lr_decay=True,  # lr_decay=True
+        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
+        deterministic_eval=False,  # ProbabilisticActorPolicy's default
+        buffer_size=4096,  # buffer_size=4096
+        training_num=8,  # num_training_envs=8
+        test_num=10,  # num_test_envs=10
+        max_epochs=100,  # epoch=100
+        step_per_epoch=30_000,  # epoch_num_steps=30000
+        step_per_collect=2048,  # collection_step_num_env_steps=2048
+        repeat_per_collect=10,  # update_step_num_repetitions=10
+        batch_size=64,  # batch_size=64
+    ),
+    builder=f"{_HERE}:build_ppo",
+    trainer="onpolicy",
+    exploration_noise=False,
+    action_space="continuous",
+)
+register(
+    "npg",
+    "mujoco",
+    # examples/mujoco/mujoco_npg.py
+    NPGMujocoPreset(
+        task="Hopper-v5",  # script: task="Ant-v4"
+        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh
+        lr=1e-3,  # lr=1e-3 (the critic's Adam)
+        gamma=0.99,  # gamma=0.99
+        gae_lambda=0.95,  # gae_lambda=0.95
+        return_scaling=True,  # return_scaling=True
+        advantage_normalization=True,  # advantage_normalization=True
+        optim_critic_iters=20,  # optim_critic_iters=20
+        trust_region_size=0.1,  # trust_region_size=0.1
+        action_bound_method="clip",  # bound_action_method="clip"
+        lr_decay=True,  # lr_decay=True
+        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
+        deterministic_eval=False,  # ProbabilisticActorPolicy's default
+        buffer_size=4096,  # buffer_size=4096
+        training_num=16,  # num_training_envs=16
+        test_num=10,  # num_test_envs=10
+        max_epochs=100,  # epoch=100
+        step_per_epoch=30_000,  # epoch_num_steps=30000
+        step_per_collect=1024,  # collection_step_num_env_steps=1024
+        repeat_per_collect=1,  # update_step_num_repetitions=1
+        batch_size=99_999,  # batch_size=None: the whole rollout
+    ),
+    builder=f"{_HERE}:build_npg",
+    trainer="onpolicy",
+    exploration_noise=False,
+    action_space="continuous",
+)
+register(
+    "trpo",
+    "mujoco",
+    # examples/mujoco/mujoco_trpo.py
+    TRPOMujocoPreset(
+        task="Hopper-v5",  # script: task="Ant-v4"
+        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh
+        lr=1e-3,  # lr=1e-3 (the critic's Adam)
+        gamma=0.99,  # gamma=0.99
+        gae_lambda=0.95,  # gae_lambda=0.95
+        return_scaling=True,  # return_scaling=True
+        advantage_normalization=True,  # advantage_normalization=True
+        optim_critic_iters=20,  # optim_critic_iters=20
+        max_kl=0.01,  # max_kl=0.01
+        backtrack_coeff=0.8,  # backtrack_coeff=0.8
+        max_backtracks=10,  # max_backtracks=10
+        action_bound_method="clip",  # action_bound_method="clip"
+        lr_decay=True,  # lr_decay=True
+        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
+        deterministic_eval=False,  # ProbabilisticActorPolicy's default
+        buffer_size=4096,  # buffer_size=4096
+        training_num=16,  # num_training_envs=16
+        test_num=10,  # num_test_envs=10
+        max_epochs=100,  # epoch=100
+        step_per_epoch=30_000,  # epoch_num_steps=30000
+        step_per_collect=1024,  # collection_step_num_env_steps=1024
+        repeat_per_collect=1,  # update_step_num_repetitions=1
+        batch_size=99_999,  # batch_size=None: the whole rollout
+    ),
+    builder=f"{_HERE}:build_trpo",
+    trainer="onpolicy",
+    exploration_noise=False,
+    action_space="continuous",
+)
+register(
+    "ddpg",
+    "mujoco",
+    # examples/mujoco/mujoco_ddpg.py
+    DDPGPreset(
+        task="Hopper-v5",  # script: task="Ant-v4"
+        hidden_sizes=(256, 256),  # hidden_sizes=[256, 256] (ReLU)
+        actor_lr=1e-3,  # actor_lr=1e-3
+        critic_lr=1e-3,  # critic_lr=1e-3
+        gamma=0.99,  # gamma=0.99
+        tau=0.005,  # tau=0.005
+        exploration_noise="gaussian",  # GaussianNoise
+        noise_sigma=0.1,  # exploration_noise=0.1 (times max_action = 1 on Hopper)
+        n_step=1,  # n_step=1
+        buffer_size=1_000_000,  # buffer_size=1000000
+        training_num=1,  # num_training_envs=1
+        test_num=10,  # num_test_envs=10
+        warmup_steps=25_000,  # start_timesteps=25000
+        max_epochs=50,  # epoch=50
+        step_per_epoch=5000,  # epoch_num_steps=5000
+        step_per_collect=1,  # collection_step_num_env_steps=1
+        update_per_step=1.0,  # update_per_step=1
+        batch_size=256,  # batch_size=256
+    ),
+    builder="tdrl.presets.ddpg:build",
+    trainer="offpolicy",
+    exploration_noise=True,  # the policy adds its noise inside training steps only
+    action_space="continuous",
+)
+register(
+    "td3",
+    "mujoco",
+    # examples/mujoco/mujoco_td3.py
+    TD3Preset(
+        task="Hopper-v5",  # script: task="Ant-v4"
+        hidden_sizes=(256, 256),  # hidden_sizes=[256, 256] (ReLU)
+        actor_lr=3e-4,  # actor_lr=3e-4
+        critic_lr=3e-4,  # critic_lr=3e-4
+        gamma=0.99,  # gamma=0.99
+        tau=0.005,  # tau=0.005
+        exploration_noise="gaussian",  # GaussianNoise
+        noise_sigma=0.1,  # exploration_noise=0.1 (times max_action = 1 on Hopper)
+        policy_noise=0.2,  # policy_noise=0.2 (times max_action)
+        noise_clip=0.5,  # noise_clip=0.5
+        update_actor_freq=2,  # update_actor_freq=2
+        n_step=1,  # n_step=1
+        buffer_size=1_000_000,  # buffer_size=1000000
+        training_num=1,  # num_training_envs=1
+        test_num=10,  # num_test_envs=10
+        warmup_steps=25_000,  # start_timesteps=25000
+        max_epochs=50,  # epoch=50
+        step_per_epoch=5000,  # epoch_num_steps=5000
+        step_per_collect=1,  # collection_step_num_env_steps=1
+        update_per_step=1.0,  # update_per_step=1
+        batch_size=256,  # batch_size=256
+    ),
+    builder="tdrl.presets.td3:build",
+    trainer="offpolicy",
+    exploration_noise=True,  # the policy adds its noise inside training steps only
+    action_space="continuous",
+)
+register(
+    "sac",
+    "mujoco",
+    # examples/mujoco/mujoco_sac.py
+    SACPreset(
+        task="Hopper-v5",  # script: task="Ant-v4"
+        hidden_sizes=(256, 256),  # hidden_sizes=[256, 256] (ReLU)
+        actor_lr=1e-3,  # actor_lr=1e-3
+        critic_lr=1e-3,  # critic_lr=1e-3
+        gamma=0.99,  # gamma=0.99
+        tau=0.005,  # tau=0.005
+        auto_alpha=False,  # auto_alpha=False
+        alpha=0.2,  # alpha=0.2
+        alpha_lr=3e-4,  # alpha_lr=3e-4 (used with auto_alpha only)
+        n_step=1,  # n_step=1
+        buffer_size=1_000_000,  # buffer_size=1000000
+        training_num=1,  # num_training_envs=1
+        test_num=10,  # num_test_envs=10
+        warmup_steps=10_000,  # start_timesteps=10000
+        max_epochs=50,  # epoch=50 (v2.0.1; 200 in Tianshou 0.x)
+        step_per_epoch=5000,  # epoch_num_steps=5000
+        step_per_collect=1,  # collection_step_num_env_steps=1
+        update_per_step=1.0,  # update_per_step=1
+        batch_size=256,  # batch_size=256
+    ),
+    builder="tdrl.algorithm.presets:build_sac",
+    trainer="offpolicy",
+    exploration_noise=False,
+    action_space="continuous",
+)
+register(
+    "redq",
+    "mujoco",
+    # examples/mujoco/mujoco_redq.py
+    REDQPreset(
+        task="Hopper-v5",  # script: task="Ant-v4"
+        hidden_sizes=(256, 256),  # hidden_sizes=[256, 256] (ReLU)
+        ensemble_size=10,  # ensemble_size=10
+        subset_size=2,  # subset_size=2
+        actor_lr=1e-3,  # actor_lr=1e-3
+        critic_lr=1e-3,  # critic_lr=1e-3
+        gamma=0.99,  # gamma=0.99
+        tau=0.005,  # tau=0.005
+        auto_alpha=False,  # auto_alpha=False
+        alpha=0.2,  # alpha=0.2
+        alpha_lr=3e-4,  # alpha_lr=3e-4 (used with auto_alpha only)
+        target_mode="min",  # target_mode="min"
+        actor_delay=20,  # actor_delay=update_per_step=20
+        n_step=1,  # n_step=1
+        buffer_size=1_000_000,  # buffer_size=1000000
+        training_num=1,  # num_training_envs=1
+        test_num=10,  # num_test_envs=10
+        warmup_steps=10_000,  # start_timesteps=10000
+        max_epochs=50,  # epoch=50
+        step_per_epoch=5000,  # epoch_num_steps=5000
+        step_per_collect=1,  # collection_step_num_env_steps=1
+        update_per_step=20.0,  # update_per_step=20 (the update-to-data ratio)
+        batch_size=256,  # batch_size=256
+    ),
+    builder="tdrl.presets.redq:build",
+    trainer="offpolicy",
+    exploration_noise=False,  # the policy samples inside training steps
+    action_space="continuous",
+)
