@@ -10,14 +10,16 @@ replay buffer built with ``stack_num`` returns, oldest first, run from a zero st
     h_t, c_t   = LSTM(x_t, (h_{t-1}, c_{t-1}))          (num_layers stacked cells)
     Q(., a)    = W_out h_T + b_out                      (the last frame's top-layer output)
 
-The hidden state is a :class:`~tensordict.TensorDict` with batch size ``[B]`` holding
-``hidden`` and ``cell``, each ``[B, num_layers, hidden_size]`` (batch first, so the
-collector can index, overwrite and zero it per env); it is returned detached.
+The hidden state is one tensor ``[B, 2, num_layers, hidden_size]``: the LSTM's ``hidden``
+(``[:, 0]``) and ``cell`` (``[:, 1]``) batch first, so that the collector indexes,
+overwrites and zeroes it per env as a plain tensor; it is returned detached. A mapping
+with ``hidden`` and ``cell`` ``[B, num_layers, hidden_size]`` (Tianshou's ``Recurrent``
+state) is accepted as input too.
 
 >>> net = RecurrentQNet(4, 2, hidden_size=8)
 >>> q, state = net(torch.zeros(3, 4))                 # one step, zero initial state
->>> q.shape, state["hidden"].shape
-(torch.Size([3, 2]), torch.Size([3, 1, 8]))
+>>> q.shape, state.shape                    # [B, (hidden, cell), num_layers, hidden_size]
+(torch.Size([3, 2]), torch.Size([3, 2, 1, 8]))
 >>> q2, _ = net(torch.zeros(3, 4), state=state)       # the next step, carrying the state
 >>> net(torch.zeros(3, 5, 4))[0].shape                # a stack of 5 frames per sample
 torch.Size([3, 2])
@@ -29,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDict
 from torch import nn
 
 from tdrl.utils.net import flat_dim
@@ -47,8 +48,8 @@ class RecurrentQNet(nn.Module):
 
     ``forward(obs, state=None, info=None) -> (q [B, n_actions], new state)``: ``obs`` is
     ``[B, obs_dim]`` (one step) or ``[B, T, obs_dim]`` (frames oldest first); ``state`` is
-    ``None`` (zeros) or a mapping with ``hidden`` and ``cell`` ``[B, num_layers,
-    hidden_size]``.
+    ``None`` (zeros), a ``[B, 2, num_layers, hidden_size]`` tensor (the returned state)
+    or a mapping with ``hidden`` and ``cell`` ``[B, num_layers, hidden_size]``.
 
     >>> net = RecurrentQNet((4,), 3, hidden_size=16, num_layers=2)
     >>> [name for name, _ in net.named_children()]
@@ -56,7 +57,7 @@ class RecurrentQNet(nn.Module):
     >>> net(torch.zeros(2, 4), state={"hidden": torch.zeros(2, 1, 16)})
     Traceback (most recent call last):
     ...
-    ValueError: state: expected a mapping with 'hidden' and 'cell', got keys ['hidden']
+    ValueError: state: expected a [B, 2, num_layers, hidden_size] tensor or a mapping with 'hidden' and 'cell', got ['hidden']
     """
 
     def __init__(
@@ -82,8 +83,8 @@ class RecurrentQNet(nn.Module):
         self.head = nn.Linear(self.hidden_size, self.n_actions)
 
     def forward(
-        self, obs: Any, state: Mapping[str, torch.Tensor] | None = None, info: Any = None
-    ) -> tuple[torch.Tensor, TensorDict]:
+        self, obs: Any, state: torch.Tensor | Mapping[str, torch.Tensor] | None = None, info: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Q-values of the last frame and the detached ``(hidden, cell)`` state after it."""
         weight = self.embed.weight
         x = torch.as_tensor(obs, device=weight.device).to(weight.dtype)
@@ -97,23 +98,19 @@ class RecurrentQNet(nn.Module):
             )
         x = x.reshape(batch, frame // self.obs_dim, self.obs_dim)
         hc: tuple[torch.Tensor, torch.Tensor] | None = None
-        if state is not None:
-            if not isinstance(state, Mapping | TensorDict) or not {"hidden", "cell"} <= set(
-                state.keys()
-            ):
-                keys = sorted(state.keys()) if hasattr(state, "keys") else state
+        if isinstance(state, torch.Tensor):
+            hidden, cell = state.unbind(1)
+        elif state is not None:
+            if not hasattr(state, "keys") or not {"hidden", "cell"} <= set(state.keys()):
+                keys = sorted(state.keys()) if hasattr(state, "keys") else type(state).__name__
                 raise ValueError(
-                    f"state: expected a mapping with 'hidden' and 'cell', got keys {keys}"
+                    "state: expected a [B, 2, num_layers, hidden_size] tensor or a mapping "
+                    f"with 'hidden' and 'cell', got {keys}"
                 )
+            hidden, cell = state["hidden"], state["cell"]
+        if state is not None:
             # stored batch first; torch's LSTM wants [num_layers, B, H]
-            hc = (
-                state["hidden"].transpose(0, 1).contiguous(),
-                state["cell"].transpose(0, 1).contiguous(),
-            )
+            hc = (hidden.transpose(0, 1).contiguous(), cell.transpose(0, 1).contiguous())
         out, (h, c) = self.lstm(self.embed(x), hc)
         q = self.head(out[:, -1])
-        new_state = TensorDict(
-            {"hidden": h.transpose(0, 1).detach(), "cell": c.transpose(0, 1).detach()},
-            batch_size=[batch],
-        )
-        return q, new_state
+        return q, torch.stack([h, c]).permute(2, 0, 1, 3).detach()

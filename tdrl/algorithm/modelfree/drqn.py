@@ -68,8 +68,8 @@ class DRQNPolicy(DQNPolicy):
     >>> p = DRQNPolicy(model=RecurrentQNet(4, 2, hidden_size=8),
     ...                action_space=gym.spaces.Discrete(2))
     >>> out = p(make_batch({"obs": torch.zeros(3, 4)}, 3))
-    >>> out["act"].shape, out["state"]["hidden"].shape
-    (torch.Size([3]), torch.Size([3, 1, 8]))
+    >>> out["act"].shape, out["state"].shape
+    (torch.Size([3]), torch.Size([3, 2, 1, 8]))
     >>> DRQNPolicy(model=torch.nn.Linear(4, 2), action_space=gym.spaces.Discrete(2))
     Traceback (most recent call last):
     ...
