@@ -24,7 +24,7 @@ TIANSHOU = "tianshou==2.0.1"
 QUIET = {"RL_WARNINGS": "0"}
 
 
-def _install(session: nox.Session, extras: str = "dev,hdf5,logging,mujoco") -> None:
+def _install(session: nox.Session, extras: str = "dev,hdf5,logging,mujoco,atari") -> None:
     session.install(TORCH)
     session.install("-e", f".[{extras}]")
 

@@ -27,9 +27,10 @@ integers, so clipping is their sign). ``gymnasium.wrappers.AtariPreprocessing`` 
 max-pools *grayscale* frames (not the RGB ones), returns the previous step's frames when an
 episode ends inside a frame skip, and on a lost life resets the game instead of playing on.
 :class:`AtariFrames` does noop reset, frame skip, max-pool and the 84x84 grayscale in one
-wrapper and drives the emulator directly between observations (``ale.act``; the screen is
-copied only for the frames that can be pooled), which roughly halves the cost of a step
-compared with stepping the gymnasium env once per frame.
+wrapper and drives the emulator directly within a frame skip (``ale.act`` and a screen copy
+into a preallocated buffer per frame, no gymnasium ``step`` per frame): about 10% less time
+per step than the same pipeline of separate wrappers; the emulator and the resize take most of
+the rest.
 
 >>> env = wrap_deepmind(gymnasium.make("PongNoFrameskip-v4"))
 >>> obs, info = env.reset(seed=0)
