@@ -1,0 +1,129 @@
+"""PPO's Pendulum-v1 preset (plain data; torch is imported by :func:`build` only).
+
+A task-specific entry: it wins over PPO's CartPole-tuned ``classic`` entry for Pendulum-v1
+only. It starts from Tianshou's ``test/continuous/test_ppo.py``: ``(64, 64)`` ReLU MLPs for
+the Gaussian actor (state-independent ``log std``, unbounded mean, actions clipped to
+``[-1, 1]`` and scaled to the Box) and the critic, orthogonal weights and zero biases,
+Adam 1e-3, gamma 0.95, GAE lambda 0.95, clip 0.2, value clipping, advantage normalization,
+return scaling, value coefficient 0.25, no entropy bonus, gradient norm 0.5.
+
+>>> from tdrl import registry
+>>> p = registry.preset("ppo", "Pendulum-v1")
+>>> type(p).__name__, p.threshold, registry.entry("ppo", "Pendulum-v1").builder
+('PPOPendulumPreset', -250.0, 'tdrl.presets.ppo_pendulum:build')
+>>> type(registry.preset("ppo", "CartPole-v1")).__name__
+'PPOPreset'
+>>> p.replace(dual_clip=0.5)
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: ppo preset field 'dual_clip': expected a float or None > 1, got 0.5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tdrl.registry import PPOPreset, register
+
+if TYPE_CHECKING:
+    from tdrl.algorithm.modelfree.ppo import PPO
+
+__all__ = ["PPOPendulumPreset", "build"]
+
+
+@dataclass(frozen=True)
+class PPOPendulumPreset(PPOPreset):
+    """:class:`~tdrl.registry.PPOPreset` plus the Gaussian actor's initial ``log std``,
+    orthogonal initialization, advantage recompute and dual clip (defaults: Pendulum-v1)."""
+
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        "dual_clip": ("> 1", lambda v: v > 1),
+    }
+
+    task: str = "Pendulum-v1"
+    threshold: float | None = None
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    init_log_std: float = 0.0
+    orthogonal_init: bool = True
+    lr: float = 1e-3
+    gamma: float = 0.95
+    gae_lambda: float = 0.95
+    eps_clip: float = 0.2
+    dual_clip: float | None = None
+    vf_coef: float = 0.25
+    ent_coef: float = 0.0
+    max_grad_norm: float = 0.5
+    advantage_normalization: bool = True
+    recompute_advantage: bool = False
+    value_clip: bool = True
+    return_scaling: bool = True
+    deterministic_eval: bool = True
+    buffer_size: int = 20_000
+    training_num: int = 16
+    test_num: int = 100
+    max_epochs: int = 5
+    step_per_epoch: int = 150_000
+    step_per_collect: int = 3200
+    repeat_per_collect: int = 2
+    batch_size: int = 128
+
+
+def build(p: PPOPendulumPreset, observation_space: Any, action_space: Any) -> PPO:
+    """Create the Gaussian actor (state-independent ``log std``) or, for a ``Discrete``
+    space, the categorical actor, the critic, the policy and PPO."""
+    import gymnasium as gym
+    import numpy as np
+    import torch
+
+    from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
+    from tdrl.utils.net import DiscreteActor, GaussianActor, VCritic
+
+    d = int(np.prod(observation_space.shape))
+    relu = torch.nn.ReLU
+    actor: torch.nn.Module
+    if isinstance(action_space, gym.spaces.Discrete):
+        actor = DiscreteActor(d, int(action_space.n), p.hidden_sizes, activation=relu)
+    else:
+        a = int(np.prod(action_space.shape))
+        actor = GaussianActor(
+            d, a, p.hidden_sizes, state_dependent_std=False, init_log_std=p.init_log_std
+        )
+    critic = VCritic(d, p.hidden_sizes, activation=relu)
+    if p.orthogonal_init:
+        for m in [*actor.modules(), *critic.modules()]:
+            if isinstance(m, torch.nn.Linear):
+                torch.nn.init.orthogonal_(m.weight)
+                torch.nn.init.zeros_(m.bias)
+    policy = ActorPolicy(
+        actor=actor, action_space=action_space, deterministic_eval=p.deterministic_eval
+    )
+    return PPO(
+        policy=policy,
+        critic=critic,
+        optim=p.lr,
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        eps_clip=p.eps_clip,
+        dual_clip=p.dual_clip,
+        vf_coef=p.vf_coef,
+        ent_coef=p.ent_coef,
+        max_grad_norm=p.max_grad_norm,
+        advantage_normalization=p.advantage_normalization,
+        recompute_advantage=p.recompute_advantage,
+        value_clip=p.value_clip,
+        return_scaling=p.return_scaling,
+    )
+
+
+register(
+    "ppo",
+    "classic",
+    PPOPendulumPreset(),
+    task="Pendulum-v1",
+    builder="tdrl.presets.ppo_pendulum:build",
+    trainer="onpolicy",
+    exploration_noise=False,
+    action_space="any",
+)
