@@ -55,9 +55,10 @@ class RecurrentQNet(nn.Module):
     >>> [name for name, _ in net.named_children()]
     ['embed', 'lstm', 'head']
     >>> net(torch.zeros(2, 4), state={"hidden": torch.zeros(2, 1, 16)})
+    ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: state: expected a [B, 2, num_layers, hidden_size] tensor or a mapping with 'hidden' and 'cell', got ['hidden']
+    ValueError: state: expected a [B, 2, num_layers, hidden_size] tensor ... got ['hidden']
     """
 
     def __init__(
@@ -83,7 +84,10 @@ class RecurrentQNet(nn.Module):
         self.head = nn.Linear(self.hidden_size, self.n_actions)
 
     def forward(
-        self, obs: Any, state: torch.Tensor | Mapping[str, torch.Tensor] | None = None, info: Any = None
+        self,
+        obs: Any,
+        state: torch.Tensor | Mapping[str, torch.Tensor] | None = None,
+        info: Any = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Q-values of the last frame and the detached ``(hidden, cell)`` state after it."""
         weight = self.embed.weight

@@ -23,12 +23,13 @@ SPACE = gym.spaces.Discrete(2)
 
 def _drqn(hidden: int = 16, layers: int = 2, **kw: Any) -> DRQN:
     torch.manual_seed(0)
-    policy = DRQNPolicy(model=RecurrentQNet(4, 2, hidden_size=hidden, num_layers=layers),
-                        action_space=SPACE)
+    policy = DRQNPolicy(
+        model=RecurrentQNet(4, 2, hidden_size=hidden, num_layers=layers), action_space=SPACE
+    )
     return DRQN(policy=policy, **kw)
 
 
-def _random_steps(rng: np.random.Generator, n_envs: int) -> dict[str, np.ndarray]:
+def _random_steps(rng: np.random.Generator, n_envs: int) -> dict[str, Any]:
     return dict(
         obs=rng.normal(size=(n_envs, 4)).astype(np.float32),
         act=rng.integers(0, 2, n_envs),
@@ -44,7 +45,7 @@ def test_sequence_equals_stepping_with_the_carried_state() -> None:
     net = RecurrentQNet(4, 3, hidden_size=8, num_layers=2)
     seq = torch.randn(5, 6, 4)
     q_seq, st_seq = net(seq)
-    state = None
+    state: Any = None
     for t in range(6):
         q, state = net(seq[:, t], state=state)
     torch.testing.assert_close(q, q_seq)
@@ -128,7 +129,7 @@ def test_update_trains_on_frame_stacks() -> None:
     rng = np.random.default_rng(0)
     for _ in range(15):
         buf.add(Batch(**_random_steps(rng, 3)))
-    batch, idx = buf.sample(16)
+    batch, _ = buf.sample(16)
     assert batch["obs"].shape == (16, 4, 4) and batch["obs_next"].shape == (16, 4, 4)
     before = [p.detach().clone() for p in alg.policy.model.parameters()]
     stats = alg.update(buf, batch_size=16, repeat=2)
@@ -223,7 +224,10 @@ def test_update_matches_tianshou_exactly() -> None:
     ours_net = RecurrentQNet(4, 2, hidden_size=16, num_layers=2)
     names = {"fc1": "embed", "nn": "lstm", "fc2": "head"}
     ours_net.load_state_dict(
-        {names[k.split(".", 1)[0]] + "." + k.split(".", 1)[1]: v for k, v in net.state_dict().items()}
+        {
+            names[k.split(".", 1)[0]] + "." + k.split(".", 1)[1]: v
+            for k, v in net.state_dict().items()
+        }
     )
     ours = DRQN(
         policy=DRQNPolicy(model=ours_net, action_space=SPACE),
@@ -258,7 +262,9 @@ def test_update_matches_tianshou_exactly() -> None:
             tb = peer._preprocess_batch(b_peer[idx], b_peer, idx)
             expected = peer._update_with_batch(tb)
         torch.testing.assert_close(stacked, torch.as_tensor(tb.obs))
-        torch.testing.assert_close(returns.reshape(-1), torch.as_tensor(tb.returns).reshape(-1).float())
+        torch.testing.assert_close(
+            returns.reshape(-1), torch.as_tensor(tb.returns).reshape(-1).float()
+        )
         assert got["loss"] == pytest.approx(expected.loss, rel=1e-5), step
     for k, v in peer.policy.model.state_dict().items():
         head, rest = k.split(".", 1)

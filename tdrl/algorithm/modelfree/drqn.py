@@ -71,9 +71,10 @@ class DRQNPolicy(DQNPolicy):
     >>> out["act"].shape, out["state"].shape
     (torch.Size([3]), torch.Size([3, 2, 1, 8]))
     >>> DRQNPolicy(model=torch.nn.Linear(4, 2), action_space=gym.spaces.Discrete(2))
+    ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: model: DRQN expected a recurrent model with forward(obs, state=None, info=None) -> (q, state), got Linear without a 'state' argument
+    ValueError: model: DRQN expected a recurrent model ... got Linear without a 'state' argument
     """
 
     def __init__(
@@ -144,4 +145,3 @@ class DRQN(DQN):
             huber_loss_delta=huber_loss_delta,
             max_grad_norm=max_grad_norm,
         )
-
