@@ -21,16 +21,17 @@ rebuilds the stack when sampling.
 
 Every observation, reward, flag and ``info`` equals that of Tianshou 2.0.1's
 ``tianshou.env.atari.atari_wrapper.wrap_deepmind`` on the same seed and actions
-(``tests/env/test_atari.py``). What gymnasium offers is used where it has those semantics:
-``FrameStackObservation`` (padded with the reset frame) and ``ClipReward`` (Atari rewards are
-integers, so clipping is their sign). ``gymnasium.wrappers.AtariPreprocessing`` is not: it
-max-pools *grayscale* frames (not the RGB ones), returns the previous step's frames when an
-episode ends inside a frame skip, and on a lost life resets the game instead of playing on.
+(``tests/env/test_atari.py``); the one difference is deliberate: a reset given a seed after a
+lost life starts a new game (:class:`EpisodicLife`). What gymnasium offers is used where it
+has those semantics: ``FrameStackObservation`` (padded with the reset frame) and
+``ClipReward`` (Atari rewards are integers, so clipping is their sign).
+``gymnasium.wrappers.AtariPreprocessing`` is not: it max-pools *grayscale* frames (not the
+RGB ones), returns the previous step's frames when an episode ends inside a frame skip, and
+on a lost life resets the game instead of playing on.
 :class:`AtariFrames` does noop reset, frame skip, max-pool and the 84x84 grayscale in one
 wrapper and drives the emulator directly within a frame skip (``ale.act`` and a screen copy
-into a preallocated buffer per frame, no gymnasium ``step`` per frame): about 10% less time
-per step than the same pipeline of separate wrappers; the emulator and the resize take most of
-the rest.
+into a preallocated buffer per frame, no gymnasium ``step`` per frame): about 8% less time
+per step than Tianshou's separate wrappers; the emulator and the resize take most of the rest.
 
 >>> env = wrap_deepmind(gymnasium.make("PongNoFrameskip-v4"))
 >>> obs, info = env.reset(seed=0)
