@@ -3,9 +3,13 @@
 ``classic`` (tuned on CartPole-v1, threshold 195) starts from Tianshou's
 ``test/discrete/test_drqn.py``: a :class:`~tdrl.utils.net_recurrent.RecurrentQNet` with a
 128-wide embedding and 2 LSTM layers, frame stacks of 4 from the buffer (``stack_num``),
-gamma 0.95, 3-step returns, Adam 1e-3, a target sync every 320 gradient steps, batch 128,
-16 training envs collecting 16 steps at a time, epsilon 0.1 in training and 0.05 in tests,
-a 20k buffer, 100 test episodes. The launcher builds the replay buffer with the preset's
+gamma 0.95, 3-step returns, Adam 1e-3, batch 128, 16 training envs collecting 16 steps
+at a time, epsilon 0.1 in training and 0.05 in tests, a 20k buffer, 100 test episodes, a
+warm-up of 2048 steps (Tianshou: batch size x training envs); with two changes for speed,
+as in the C51 preset: 0.125 gradient steps per env step (Tianshou: 1/16) and a target sync
+every 160 gradient steps (Tianshou: 320). Epochs of 2000 steps (Tianshou: 20000, stopping
+early on training returns) test often enough to stop near the threshold; the budget is
+100k steps (Tianshou: 100k). The launcher builds the replay buffer with the preset's
 ``stack_num``.
 
 >>> p = DRQNPreset()
@@ -59,17 +63,17 @@ class DRQNPreset(Preset):
     lr: float = 1e-3
     gamma: float = 0.95
     n_step: int = 3
-    target_update_freq: int = 320
+    target_update_freq: int = 160
     eps_train: float = 0.1
     eps_test: float = 0.05
     buffer_size: int = 20_000
     training_num: int = 16
     test_num: int = 100
     warmup_steps: int = 2048
-    max_epochs: int = 5
-    step_per_epoch: int = 20_000
+    max_epochs: int = 50
+    step_per_epoch: int = 2000
     step_per_collect: int = 16
-    update_per_step: float = 0.0625
+    update_per_step: float = 0.125
     batch_size: int = 128
 
 
