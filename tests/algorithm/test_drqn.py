@@ -97,27 +97,39 @@ def test_policy_returns_and_uses_the_hidden_state() -> None:
     torch.testing.assert_close(second["logits"], q_seq)
 
 
+class _RecordingNet(RecurrentQNet):
+    """Records the hidden state each call receives and returns."""
+
+    def __init__(self) -> None:
+        super().__init__(4, 2, hidden_size=8)
+        self.calls: list[tuple[Any, torch.Tensor]] = []
+
+    def forward(self, obs: Any, state: Any = None, info: Any = None) -> Any:
+        q, new = super().forward(obs, state, info)
+        self.calls.append((None if state is None else state.clone(), new))
+        return q, new
+
+
 def test_collector_carries_the_state_and_zeroes_it_on_reset() -> None:
     from tdrl.data.collector import Collector
     from tdrl.env import DummyVectorEnv
 
-    alg = _drqn(hidden=8, layers=1)
+    torch.manual_seed(0)
+    net = _RecordingNet()
+    policy = DRQNPolicy(model=net, action_space=SPACE)
     envs = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(2)])
     buf = VectorReplayBuffer(400, 2, stack_num=4)
-    col = Collector(alg.policy, envs, buf)
+    col = Collector(policy, envs, buf)
     col.reset(seed=0)
-    col.collect(n_step=4)
-    state = col._state
-    assert state.shape == (2, 2, 1, 8) and bool(state.abs().sum() > 0)
-    # replay env 0's stored episode step by step from a zero state: same greedy actions
-    idx = buf.sample_indices(0)
-    idx = idx[idx < 200]  # env 0's sub-buffer
-    data = buf[idx]
-    st = None
-    for t in range(len(idx)):
-        out = alg.policy(make_batch({"obs": data["obs"][t, -1:].float()}, 1), st)
-        assert int(out["act"][0]) == int(data["act"][t])
-        st = out["state"]
+    col.collect(n_step=60)  # 30 steps per env: several episodes end and reset
+    done = buf[np.arange(30)]["done"].numpy()  # env 0's steps, in order
+    assert done.any()
+    for t, (state_in, _) in enumerate(net.calls):
+        if t == 0:
+            assert state_in is None
+            continue
+        expected = torch.zeros(2, 1, 8) if done[t - 1] else net.calls[t - 1][1][0]
+        torch.testing.assert_close(state_in[0], expected)
     col.reset(seed=1)
     assert col._state is None
 

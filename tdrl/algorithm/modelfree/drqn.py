@@ -21,8 +21,11 @@ How the sequence flows::
 
 So the learner replays each sample from a zero hidden state over its last ``stack_num``
 frames (Tianshou's DRQN; the paper's "bootstrapped random updates" with a window of
-``stack_num``), while the actor carries the state over the whole episode. A TorchRL batch
-with ``[B, T, obs_dim]`` observations works the same way through :meth:`DRQN.forward`.
+``stack_num``), while the actor carries the state over the whole episode. Under TorchRL,
+``loss.set_keys(observation="observation", action="action")`` and a batch whose
+``observation`` and ``("next", "observation")`` are ``[B, T, obs_dim]`` stacks (e.g. from
+TorchRL's ``CatFrames`` with ``dim=-2`` on unsqueezed frames) train the same way through
+``forward``, with one-step targets.
 
 The network is any model with Tianshou's ``forward(obs, state=None, info=None) -> (q,
 state)`` signature that accepts ``[B, obs_dim]`` and ``[B, T, obs_dim]``:
