@@ -56,6 +56,13 @@ def test_sequence_equals_stepping_with_the_carried_state() -> None:
     torch.testing.assert_close(net(seq[:, 0], state=as_dict)[0], net(seq[:, 0], state=state)[0])
 
 
+def test_concatenated_frames_read_as_a_sequence() -> None:
+    torch.manual_seed(0)
+    net = RecurrentQNet(4, 2, hidden_size=8)
+    seq = torch.randn(3, 5, 4)
+    torch.testing.assert_close(net(seq.reshape(3, 20))[0], net(seq)[0])
+
+
 def test_zero_state_is_no_state() -> None:
     torch.manual_seed(0)
     net = RecurrentQNet(4, 2, hidden_size=8)

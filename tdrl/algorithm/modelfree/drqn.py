@@ -23,9 +23,9 @@ So the learner replays each sample from a zero hidden state over its last ``stac
 frames (Tianshou's DRQN; the paper's "bootstrapped random updates" with a window of
 ``stack_num``), while the actor carries the state over the whole episode. Under TorchRL,
 ``loss.set_keys(observation="observation", action="action")`` and a batch whose
-``observation`` and ``("next", "observation")`` are ``[B, T, obs_dim]`` stacks (e.g. from
-TorchRL's ``CatFrames`` with ``dim=-2`` on unsqueezed frames) train the same way through
-``forward``, with one-step targets.
+``observation`` and ``("next", "observation")`` are ``[B, T, obs_dim]`` stacks train the
+same way through ``forward``, with one-step targets (TorchRL's ``CatFrames(N=T, dim=-1)``
+output ``[B, T * obs_dim]``, oldest frame first, is read as the same ``T`` frames).
 
 The network is any model with Tianshou's ``forward(obs, state=None, info=None) -> (q,
 state)`` signature that accepts ``[B, obs_dim]`` and ``[B, T, obs_dim]``:
