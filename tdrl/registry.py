@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import math
 import re
 import typing
@@ -68,7 +69,11 @@ __all__ = [
 FAMILIES: tuple[str, ...] = ("classic", "mujoco", "atari")
 """Task families, by the kind of network and budget their presets need."""
 
-STOP_THRESHOLDS: dict[str, float] = {"CartPole-v1": 195.0, "Pendulum-v1": -250.0}
+STOP_THRESHOLDS: dict[str, float] = {
+    "CartPole-v1": 195.0,
+    "Pendulum-v1": -250.0,
+    "PongNoFrameskip-v4": 20.0,  # Tianshou's examples/atari stop value for Pong
+}
 """Per-task stop thresholds; they win over gymnasium's ``reward_threshold``."""
 
 _CLASSIC = {
@@ -456,13 +461,21 @@ class Entry:
         """Import and return the builder."""
         return _import(self.builder)  # type: ignore[no-any-return]
 
-    def make_env(self, task: str, preset: Preset | None = None) -> Any:
-        """``gymnasium.make(task)``, wrapped by :attr:`env_wrapper` if the entry has one."""
+    def make_env(self, task: str, preset: Preset | None = None, training: bool = True) -> Any:
+        """``gymnasium.make(task)``, wrapped by :attr:`env_wrapper` if the entry has one.
+
+        The wrapper's module is imported first (it may register env ids, as ale-py's);
+        ``training=False`` (test envs) reaches wrappers that take a ``training`` argument
+        (Atari: no episodic life, no reward clipping).
+        """
         import gymnasium
 
+        wrap = _import(self.env_wrapper) if self.env_wrapper is not None else None
         env = gymnasium.make(task)
-        if self.env_wrapper is not None:
-            env = _import(self.env_wrapper)(env, preset if preset is not None else self.preset)
+        if wrap is not None:
+            p = preset if preset is not None else self.preset
+            takes_training = "training" in inspect.signature(wrap).parameters
+            env = wrap(env, p, training=training) if takes_training else wrap(env, p)
         return env
 
 
