@@ -288,6 +288,16 @@ def test_update_matches_tianshou_exactly() -> None:
     for k, v in peer.policy.model.state_dict().items():
         head, rest = k.split(".", 1)
         torch.testing.assert_close(ours.policy.model.state_dict()[names[head] + "." + rest], v)
+    # stored obs_next (what the launcher's buffer keeps): the same stacks as Tianshou's too
+    b_ours, b_peer = VectorReplayBuffer(30, 2, stack_num=3), TVRB(30, 2, stack_num=3)
+    for _ in range(10):
+        d = _random_steps(rng, 2)
+        d["obs_next"] = rng.normal(size=(2, 4)).astype(np.float32)
+        b_ours.add(Batch(**d))
+        b_peer.add(TBatch(info={}, **d))
+    idx = b_ours.sample_indices(0)
+    for key in ("obs", "obs_next"):
+        torch.testing.assert_close(b_ours[idx][key], torch.as_tensor(b_peer[idx][key]))
     # acting: the same Q-values and hidden states over a few carried steps
     obs = rng.normal(size=(5, 3, 4)).astype(np.float32)
     s_ours: Any = None
