@@ -231,7 +231,7 @@ class FQF(QuantileQLearningAlgorithm):
         out = self.policy.propose(self.obs_of(td))
         act = self.act_of(td)
         z_hat = take_action(out.quantiles, act)
-        target = self.target_quantiles(td, z_hat)
+        target = self._target_quantiles(td, z_hat)
         per = quantile_huber_loss(z_hat, target, out.fractions.tau_hats)
         td.set("td_error", quantile_priority(z_hat, target))
         model: Any = self.policy.model

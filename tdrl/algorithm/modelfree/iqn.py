@@ -170,7 +170,7 @@ class QuantileQLearningAlgorithm(QLearningAlgorithm):
         td.set("returns", rew.unsqueeze(-1) + self.gamma * (1.0 - term).unsqueeze(-1) * z)
         return td
 
-    def target_quantiles(self, td: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
+    def _target_quantiles(self, td: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
         """The ``returns [B, M]`` of a batch in the dtype of ``like``."""
         returns: torch.Tensor = td["returns"]
         return returns.reshape(like.shape[0], -1).to(like.dtype)
@@ -185,7 +185,6 @@ class IQN(QuantileQLearningAlgorithm):
 
     The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`'s.
 
-    >>> import numpy as np
     >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
     >>> from tdrl.algorithm.base import make_batch
     >>> net = ImplicitQuantileNetwork(3, 2, hidden_sizes=(8,), num_cosines=4)
@@ -245,7 +244,7 @@ class IQN(QuantileQLearningAlgorithm):
         p = self.policy
         z, taus, _ = p.quantiles(self.obs_of(td), p.online_sample_size)
         z_a = take_action(z, self.act_of(td))
-        target = self.target_quantiles(td, z_a)
+        target = self._target_quantiles(td, z_a)
         per = quantile_huber_loss(z_a, target, taus)
         td.set("td_error", quantile_priority(z_a, target))
         weight = self.weights(td)
