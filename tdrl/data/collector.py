@@ -21,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from tensordict import TensorDictBase
 
 from tdrl.data.batch import Batch
 from tdrl.data.stats import CollectStats
@@ -62,7 +63,7 @@ def _zero_rows(state: Any, rows: np.ndarray) -> Any:
     """Zero the hidden state of the given envs (tensor, TensorDict or nested dict)."""
     if state is None or len(rows) == 0:
         return state
-    if isinstance(state, Mapping):
+    if isinstance(state, Mapping) and not isinstance(state, TensorDictBase):
         return {k: _zero_rows(v, rows) for k, v in state.items()}
     idx = torch.as_tensor(rows)
     if isinstance(state, torch.Tensor):

@@ -255,3 +255,14 @@ def test_state_dict_round_trip_continues_identically() -> None:
     b.collect(n_step=30, random=True)
     assert torch.equal(a.buffer.obs, b.buffer.obs)
     assert torch.equal(a.buffer.act, b.buffer.act)
+
+
+def test_tensordict_hidden_state_stays_a_tensordict_when_rows_reset() -> None:
+    from tensordict import TensorDict
+
+    from tdrl.data.collector import _zero_rows
+
+    state = TensorDict({"h": torch.ones(3, 2), "c": torch.ones(3, 2)}, [3])
+    out = _zero_rows(state, np.array([1]))
+    assert isinstance(out, TensorDict)
+    assert out["h"][1].sum() == 0 and out["h"][0].sum() == 2 and state["h"][1].sum() == 2
