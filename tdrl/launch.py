@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -191,6 +192,59 @@ def _preset(cfg: ExperimentConfig) -> Preset:
     return registry.preset(cfg.algo, cfg.task, **overrides)
 
 
+def make_buffer(preset: Any) -> Any:
+    """The replay buffer a preset asks for.
+
+    ``frames_stack > 1`` (Atari): one frame stored per step, the stack rebuilt on sampling
+    (``stack_num``, ``save_only_last_obs``, ``ignore_obs_next``); ``stack_num`` (DRQN): a
+    sampled stack of observations; ``prioritized_replay`` (Rainbow): a
+    ``PrioritizedVectorReplayBuffer`` with the preset's ``alpha``, ``beta`` and
+    ``weight_norm``.
+    """
+    frames = int(getattr(preset, "frames_stack", 1))
+    kwargs: dict[str, Any] = {"stack_num": int(getattr(preset, "stack_num", 1))}
+    if frames > 1:
+        kwargs = {"stack_num": frames, "save_only_last_obs": True, "ignore_obs_next": True}
+    if getattr(preset, "prioritized_replay", False):
+        from tdrl.data.buffer import PrioritizedVectorReplayBuffer
+
+        return PrioritizedVectorReplayBuffer(
+            preset.buffer_size,
+            preset.training_num,
+            alpha=preset.alpha,
+            beta=preset.beta,
+            weight_norm=getattr(preset, "weight_norm", True),
+            **kwargs,
+        )
+    return VectorReplayBuffer(preset.buffer_size, preset.training_num, **kwargs)
+
+
+def make_train_fn(preset: Any, algorithm: Any, buffer: Any) -> Any:
+    """``train_fn(epoch, env_step)`` applying a preset's schedules, or ``None``.
+
+    ``eps_train`` -> ``eps_train_final`` over ``eps_decay_steps`` env steps (the DQN
+    family's epsilon, linear as in Tianshou's Atari examples) and ``beta`` ->
+    ``beta_final`` over ``beta_anneal_steps`` (prioritized replay's importance exponent).
+    """
+    from tdrl.algorithm.exploration import LinearSchedule
+
+    fns = []
+    if getattr(preset, "eps_train_final", None) is not None:
+        eps = LinearSchedule(preset.eps_train, preset.eps_train_final, preset.eps_decay_steps)
+        fns.append(lambda step: algorithm.policy.set_eps_training(eps(step)))
+    if getattr(preset, "beta_final", None) is not None and hasattr(buffer, "set_beta"):
+        beta = LinearSchedule(preset.beta, preset.beta_final, preset.beta_anneal_steps)
+        fns.append(lambda step: buffer.set_beta(beta(step)))
+    if not fns:
+        return None
+
+    def train_fn(epoch: int, env_step: int) -> None:
+        for fn in fns:
+            fn(env_step)
+
+    return train_fn
+
+
 def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     """Train ``cfg.algo`` on ``cfg.task``; return the result and the run directory.
 
@@ -201,10 +255,16 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     preset: Any = _preset(cfg)  # fields of the algorithm's preset class
     spec = registry.entry(cfg.algo, preset.task)
     seed_everything(cfg.seed)
+    if "OMP_NUM_THREADS" not in os.environ:
+        # small RL networks: one intra-op thread is faster, and far faster on a busy CPU
+        torch.set_num_threads(1)
 
-    def make_env() -> gym.Env:
-        env: gym.Env = spec.make_env(preset.task, preset)
+    def make_env(training: bool = True) -> gym.Env:
+        env: gym.Env = spec.make_env(preset.task, preset, training=training)
         return env
+
+    def make_test_env() -> gym.Env:  # e.g. Atari: real game scores, no reward clipping
+        return make_env(training=False)
 
     train_envs: DummyVectorEnv
     test_envs: DummyVectorEnv
@@ -213,11 +273,11 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
         # collect, the test envs normalize with the same statistics, frozen
         train_envs = NormObsDummyVectorEnv([make_env] * preset.training_num)
         test_envs = NormObsDummyVectorEnv(
-            [make_env] * preset.test_num, obs_rms=train_envs.obs_rms, update_obs_rms=False
+            [make_test_env] * preset.test_num, obs_rms=train_envs.obs_rms, update_obs_rms=False
         )
     else:
         train_envs = DummyVectorEnv([make_env] * preset.training_num)
-        test_envs = DummyVectorEnv([make_env] * preset.test_num)
+        test_envs = DummyVectorEnv([make_test_env] * preset.test_num)
     try:
         algorithm = make_algorithm(
             cfg.algo,
@@ -237,9 +297,7 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     run_dir = Path(cfg.log_dir) / cfg.run_name()
     run_dir.mkdir(parents=True, exist_ok=True)
     noisy = spec.exploration_noise  # e.g. DQN: epsilon-greedy in training, eps_test in tests
-    buffer = VectorReplayBuffer(
-        preset.buffer_size, preset.training_num, stack_num=getattr(preset, "stack_num", 1)
-    )
+    buffer = make_buffer(preset)
     train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
     test = Collector(algorithm.policy, test_envs, exploration_noise=noisy)
     train.reset(seed=cfg.seed)
@@ -254,7 +312,9 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
         train,
         test_collector=test,
         stop_fn=None if threshold is None else (lambda best: best >= threshold),
-        test_in_train=True,  # Tianshou's default: confirm a good training return by a test
+        # Tianshou's default: confirm a good training return by a test (needs a threshold)
+        test_in_train=threshold is not None,
+        train_fn=make_train_fn(preset, algorithm, buffer),
         logger=logger,
         checkpoint_path=run_dir / "checkpoint.pt" if cfg.checkpoint or cfg.resume else None,
         resume=cfg.resume,
