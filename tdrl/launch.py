@@ -24,6 +24,7 @@ LR schedule from the preset's trainer fields (see :mod:`tdrl.presets.mujoco`).
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import os
 import random
@@ -55,6 +56,7 @@ __all__ = [
     "add_train_arguments",
     "config_from_args",
     "make_logger",
+    "parse_overrides",
     "recipe_main",
     "run_experiment",
     "seed_everything",
@@ -339,8 +341,34 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     return result, run_dir
 
 
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    """``["FIELD=VALUE", ...]`` as preset overrides; a value is read as a Python literal
+    (number, bool, ``None``, tuple ...), else kept as a string. The preset checks them.
+
+    >>> parse_overrides(["warmup_steps=500", "hidden_sizes=(64, 64)", "lr_decay=False",
+    ...                  "exploration_noise=ou"])
+    {'warmup_steps': 500, 'hidden_sizes': (64, 64), 'lr_decay': False, 'exploration_noise': 'ou'}
+    >>> parse_overrides(["lr"])
+    Traceback (most recent call last):
+    ...
+    ValueError: override: expected FIELD=VALUE, got 'lr'
+    """
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"override: expected FIELD=VALUE, got {item!r}")
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            value = text.strip()
+        out[name.strip()] = value
+    return out
+
+
 def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> ExperimentConfig:
-    """Turn parsed flags into an :class:`ExperimentConfig`."""
+    """Turn parsed flags into an :class:`ExperimentConfig` (``args.set``, when the parser
+    has it: ``FIELD=VALUE`` preset overrides, see :func:`parse_overrides`)."""
     return ExperimentConfig(
         algo=algo,
         task=task or args.task or registry.default_task(algo),
@@ -357,6 +385,7 @@ def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> E
         resume=args.resume,
         show_progress=not args.no_progress,
         plot=not args.no_plot,
+        overrides=parse_overrides(getattr(args, "set", None)),
     )
 
 

@@ -457,5 +457,27 @@ def test_warmup_is_capped_at_half_the_training_budget() -> None:
             assert warmup_steps(p) == getattr(p, "warmup_steps", 0), (algo, family)
 
 
+def test_an_explicit_warmup_is_not_capped(tmp_path: Path, spy: dict[str, list[Any]]) -> None:
+    result, _ = run_experiment(_cfg("ddpg", tmp_path, overrides={"warmup_steps": 300}))
+    assert len(spy["collectors"][0].buffer) == 300 + result.env_step
+
+
+def test_cli_overrides_reach_the_preset() -> None:
+    import argparse
+
+    from tdrl.cli import add_train_arguments
+    from tdrl.launch import config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_train_arguments(parser)
+    parser.add_argument("--set", action="append")  # what the CLI needs to add
+    args = parser.parse_args(["--set", "warmup_steps=500", "--set", "hidden_sizes=(32,32)"])
+    cfg = config_from_args("td3", TASK, args)
+    assert cfg.overrides == {"warmup_steps": 500, "hidden_sizes": (32, 32)}
+    no_set = argparse.ArgumentParser()
+    add_train_arguments(no_set)
+    assert config_from_args("td3", TASK, no_set.parse_args([])).overrides == {}
+
+
 def test_module_exports() -> None:
     assert set(mujoco.__all__) <= set(dir(mujoco))
