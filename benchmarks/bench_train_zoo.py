@@ -44,6 +44,19 @@ update seconds per training env step) separates the code's speed from that luck.
 ``BENCH_ZOO_SEEDS`` (default ``0``: one seed; e.g. ``0,1,2``) and ``BENCH_ZOO_ALGOS``
 (comma-separated subset) select the runs.
 
+Results (2026-11-23, 2-core AMD EPYC VM shared with a CI run, load average ~5,
+torch 1 thread, seed 0 only; single-seed step counts are mostly luck)::
+
+    C51 CartPole-v1 >= 195       tdrl    3.5 s    3464 steps | tianshou    4.4 s    2376 steps | ratio  0.79x | per-step ratio  0.70x | reached 1/1 vs 1/1
+    QRDQN CartPole-v1 >= 195     tdrl    6.0 s    6000 steps | tianshou    7.6 s    4000 steps | ratio  0.78x | per-step ratio  0.57x | reached 1/1 vs 1/1
+    IQN CartPole-v1 >= 195       tdrl    4.9 s    4000 steps | tianshou   11.0 s    5000 steps | ratio  0.44x | per-step ratio  0.69x | reached 1/1 vs 1/1
+    RAINBOW CartPole-v1 >= 195   tdrl    5.6 s    6000 steps | tianshou   11.6 s    6000 steps | ratio  0.48x | per-step ratio  0.70x | reached 1/1 vs 1/1
+    TD3 Pendulum-v1 >= -250      tdrl    7.5 s    2000 steps | tianshou   13.3 s    2000 steps | ratio  0.56x | per-step ratio  0.59x | reached 1/1 vs 1/1
+    DDPG Pendulum-v1 >= -250     tdrl    5.9 s    2000 steps | tianshou   16.2 s    3000 steps | ratio  0.36x | per-step ratio  0.57x | reached 1/1 vs 1/1
+    A2C CartPole-v1 >= 195       tdrl    3.2 s   50119 steps | tianshou    4.2 s   18675 steps | ratio  0.74x | per-step ratio  0.35x | reached 1/1 vs 1/1
+    TRPO Pendulum-v1 >= -250     tdrl    4.6 s   40960 steps | tianshou    7.2 s   35840 steps | ratio  0.63x | per-step ratio  0.62x | reached 1/1 vs 1/1
+    (bench_train_zoo took 137 s; untimed warm-up: tdrl 4.0 s, tianshou 16.5 s)
+
     python -m benchmarks train_zoo
 """
 
