@@ -47,14 +47,15 @@ update seconds per training env step) separates the code's speed from that luck.
 Results (2026-11-23, 2-core AMD EPYC VM shared with a CI run, load average ~5,
 torch 1 thread, seed 0 only; single-seed step counts are mostly luck)::
 
-    C51 CartPole-v1 >= 195       tdrl    3.5 s    3464 steps | tianshou    4.4 s    2376 steps | ratio  0.79x | per-step ratio  0.70x | reached 1/1 vs 1/1
-    QRDQN CartPole-v1 >= 195     tdrl    6.0 s    6000 steps | tianshou    7.6 s    4000 steps | ratio  0.78x | per-step ratio  0.57x | reached 1/1 vs 1/1
-    IQN CartPole-v1 >= 195       tdrl    4.9 s    4000 steps | tianshou   11.0 s    5000 steps | ratio  0.44x | per-step ratio  0.69x | reached 1/1 vs 1/1
-    RAINBOW CartPole-v1 >= 195   tdrl    5.6 s    6000 steps | tianshou   11.6 s    6000 steps | ratio  0.48x | per-step ratio  0.70x | reached 1/1 vs 1/1
-    TD3 Pendulum-v1 >= -250      tdrl    7.5 s    2000 steps | tianshou   13.3 s    2000 steps | ratio  0.56x | per-step ratio  0.59x | reached 1/1 vs 1/1
-    DDPG Pendulum-v1 >= -250     tdrl    5.9 s    2000 steps | tianshou   16.2 s    3000 steps | ratio  0.36x | per-step ratio  0.57x | reached 1/1 vs 1/1
-    A2C CartPole-v1 >= 195       tdrl    3.2 s   50119 steps | tianshou    4.2 s   18675 steps | ratio  0.74x | per-step ratio  0.35x | reached 1/1 vs 1/1
-    TRPO Pendulum-v1 >= -250     tdrl    4.6 s   40960 steps | tianshou    7.2 s   35840 steps | ratio  0.63x | per-step ratio  0.62x | reached 1/1 vs 1/1
+    algo     task           thr |   tdrl   steps |  tshou   steps | ratio | per-step | reached
+    C51      CartPole-v1    195 |    3.5    3464 |    4.4    2376 | 0.79x | 0.70x | 1/1 1/1
+    QRDQN    CartPole-v1    195 |    6.0    6000 |    7.6    4000 | 0.78x | 0.57x | 1/1 1/1
+    IQN      CartPole-v1    195 |    4.9    4000 |   11.0    5000 | 0.44x | 0.69x | 1/1 1/1
+    RAINBOW  CartPole-v1    195 |    5.6    6000 |   11.6    6000 | 0.48x | 0.70x | 1/1 1/1
+    TD3      Pendulum-v1   -250 |    7.5    2000 |   13.3    2000 | 0.56x | 0.59x | 1/1 1/1
+    DDPG     Pendulum-v1   -250 |    5.9    2000 |   16.2    3000 | 0.36x | 0.57x | 1/1 1/1
+    A2C      CartPole-v1    195 |    3.2   50119 |    4.2   18675 | 0.74x | 0.35x | 1/1 1/1
+    TRPO     Pendulum-v1   -250 |    4.6   40960 |    7.2   35840 | 0.63x | 0.62x | 1/1 1/1
     (bench_train_zoo took 137 s; untimed warm-up: tdrl 4.0 s, tianshou 16.5 s)
 
     python -m benchmarks train_zoo
@@ -465,17 +466,21 @@ def main() -> None:
         w_ours, w_peer = _mean([r.wall for r in ours]), _mean([r.wall for r in peer])
         s_ours, s_peer = _mean([r.steps for r in ours]), _mean([r.steps for r in peer])
         reached = (
-            f"reached {sum(r.reached for r in ours)}/{len(ours)} "
-            f"vs {sum(r.reached for r in peer)}/{len(peer)}"
+            f"{sum(r.reached for r in ours)}/{len(ours)} {sum(r.reached for r in peer)}/{len(peer)}"
         )
         summaries.append(
-            f"{name:<28} tdrl {w_ours:6.1f} s {s_ours:7.0f} steps | "
-            f"tianshou {w_peer:6.1f} s {s_peer:7.0f} steps | ratio {w_ours / w_peer:5.2f}x | "
-            f"per-step ratio {_per_kstep(ours) / _per_kstep(peer):5.2f}x | {reached}"
+            f"{algo.upper():<8} {task:<12} {threshold:>5g} | {w_ours:6.1f} {s_ours:7.0f} | "
+            f"{w_peer:6.1f} {s_peer:7.0f} | {w_ours / w_peer:4.2f}x | "
+            f"{_per_kstep(ours) / _per_kstep(peer):4.2f}x | {reached}"
         )
     print(
-        "\nmean time to threshold over the seeds; ratio = tdrl / tianshou wall (goal <= 0.50x); "
-        "per-step ratio = the same for collect+update seconds per env step"
+        "\nmean over the seeds; wall s and env steps to threshold; ratio = tdrl / tianshou wall "
+        "(goal <= 0.50x);\nper-step = the same for collect+update seconds per env step; "
+        "reached = runs that hit the threshold (tdrl, tianshou)"
+    )
+    print(
+        f"{'algo':<8} {'task':<12} {'thr':>5} | {'tdrl':>6} {'steps':>7} | "
+        f"{'tshou':>6} {'steps':>7} | ratio | per-step | reached"
     )
     for line in summaries:
         print(line, flush=True)
