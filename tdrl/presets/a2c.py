@@ -1,14 +1,20 @@
 """A2C presets (plain data; torch is imported by :func:`build` only).
 
-``classic`` (CartPole-v1) starts from Tianshou's ``test/discrete/test_a2c_with_il.py``:
-Adam 1e-3, gamma 0.9, GAE lambda 1 (Monte-Carlo advantages against the critic), value
-coefficient 0.5, no entropy bonus, no gradient clipping, whole episodes per collect, one
-epoch of minibatches of 64 per collect, ``(64, 64)`` ReLU networks.
+``classic`` (CartPole-v1) starts from Tianshou's ``test/discrete/test_a2c_with_il.py``
+(Adam 1e-3, gamma 0.9, GAE lambda 1, value coefficient 0.5, no entropy bonus, no gradient
+clipping, 16 whole episodes per collect, one epoch of minibatches of 64). Those settings
+reached 195 on 8 of 10 seeds: on the other two the policy collapsed to a deterministic one
+(entropy ~0.01, returns ~9), because a collect of long episodes gives dozens of plain
+policy-gradient steps on the same data. The preset collects fixed-length rollouts instead,
+as the A2C paper and OpenAI baselines do: 16 envs x 32 steps, the critic bootstrapping
+unfinished episodes, 4 minibatches of 128 per collect, Adam 2e-3, gamma 0.99, GAE lambda
+0.95, gradient norm 0.5, ``(64, 64)`` ReLU networks; 10 of 10 seeds reached 195 after
+17k-37k env steps.
 
 >>> from tdrl import registry
 >>> p = registry.preset("a2c", "CartPole-v1")
 >>> p.gamma, p.threshold, registry.entry("a2c", "CartPole-v1").trainer
-(0.9, 195.0, 'onpolicy')
+(0.99, 195.0, 'onpolicy')
 >>> p.replace(vf_coef=-1.0)
 Traceback (most recent call last):
 ...
@@ -44,23 +50,23 @@ class A2CPreset(Preset):
     threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (64, 64)
     shared_trunk: bool = False
-    lr: float = 1e-3
-    gamma: float = 0.9
-    gae_lambda: float = 1.0
+    lr: float = 2e-3
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
     vf_coef: float = 0.5
     ent_coef: float = 0.0
-    max_grad_norm: float | None = None
+    max_grad_norm: float | None = 0.5
     return_scaling: bool = False
     deterministic_eval: bool = False
     buffer_size: int = 20_000
     training_num: int = 16
     test_num: int = 100
-    max_epochs: int = 10
+    max_epochs: int = 4
     step_per_epoch: int = 50_000
-    step_per_collect: int | None = None
-    episode_per_collect: int | None = 16
+    step_per_collect: int | None = 512
+    episode_per_collect: int | None = None
     repeat_per_collect: int = 1
-    batch_size: int = 64
+    batch_size: int = 128
 
     def __post_init__(self) -> None:
         super().__post_init__()

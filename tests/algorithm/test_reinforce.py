@@ -299,6 +299,32 @@ def test_update_matches_tianshou_exactly(continuous: bool, monkeypatch) -> None:
             torch.testing.assert_close(p_ours, p_peer, atol=1e-6, rtol=1e-5)
 
 
+# ---------------------------------------------------------------------------- preset
+def test_preset_builds_an_orthogonally_initialized_actor_and_collects_episodes() -> None:
+    import tdrl
+    from tdrl import registry
+
+    p = registry.preset("reinforce", "CartPole-v1")
+    kw = p.trainer_kwargs()
+    assert (kw["episode_per_collect"], kw["step_per_collect"]) == (8, None)
+    alg = tdrl.make_algorithm("reinforce", "CartPole-v1")
+    assert isinstance(alg, Reinforce) and alg.return_standardization and alg.gamma == 0.95
+    linears = [m for m in alg.policy.actor.modules() if isinstance(m, torch.nn.Linear)]
+    for m in linears:
+        w = m.weight.detach()
+        small = w if w.shape[0] <= w.shape[1] else w.T
+        torch.testing.assert_close(
+            small @ small.T, 2 * torch.eye(small.shape[0]), atol=1e-5, rtol=0
+        )
+        assert not m.bias.any()
+    assert any(isinstance(m, torch.nn.ReLU) for m in alg.policy.actor.modules())
+    # a Box action space gets a Gaussian actor
+    cont = tdrl.make_algorithm("reinforce", "Pendulum-v1")
+    assert isinstance(cont.policy.actor, GaussianActor)
+    with pytest.raises(registry.PresetError, match="expected exactly one"):
+        p.replace(episode_per_collect=None)
+
+
 # ---------------------------------------------------------------------------- convergence
 @pytest.mark.slow
 @pytest.mark.timeout(300)
