@@ -207,8 +207,6 @@ def test_argument_errors() -> None:
         Reinforce(policy=policy, gamma=1.5)
     with pytest.raises(ValueError, match=r"max_grad_norm: expected a value > 0 or None, got 0"):
         Reinforce(policy=policy, max_grad_norm=0)
-    with pytest.raises(ValueError, match=r"max_batchsize: expected an int >= 1, got 0"):
-        Reinforce(policy=policy, max_batchsize=0)
 
 
 # ---------------------------------------------------------------------------- Tianshou oracle

@@ -53,7 +53,6 @@ class Reinforce(OnPolicyAlgorithm):
         ``return_standardization``; unfinished episodes are then bootstrapped with the
         running mean).
     :param max_grad_norm: clip the gradient norm (``None``: off, as Tianshou).
-    :param max_batchsize: chunk size of no-grad passes (kept for the base's interface).
 
     >>> import gymnasium as gym
     >>> from tdrl.data.buffer import VectorReplayBuffer
@@ -79,13 +78,10 @@ class Reinforce(OnPolicyAlgorithm):
         gamma: float = 0.99,
         return_standardization: bool = False,
         max_grad_norm: float | None = None,
-        max_batchsize: int = 1024,
     ) -> None:
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"max_grad_norm: expected a value > 0 or None, got {max_grad_norm}")
-        super().__init__(
-            policy=policy, critic=None, gamma=gamma, gae_lambda=1.0, max_batchsize=max_batchsize
-        )
+        super().__init__(policy=policy, critic=None, gamma=gamma, gae_lambda=1.0)
         self.return_standardization = return_standardization
         self.optim = self._create_optimizer(policy.actor, optim, max_grad_norm)
         self._add_stage(self.pg_losses, ("loss_actor", self.optim))
