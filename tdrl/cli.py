@@ -33,6 +33,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=None,
+        metavar="FIELD=VALUE",
+        help="override a preset field, e.g. --set lr=3e-4 (repeatable)",
+    )
 
 
 def _user_error(exc: BaseException) -> bool:

@@ -634,25 +634,3 @@ register(
     exploration_noise=False,
     action_space="continuous",
 )
-register(
-    "sac",
-    "mujoco",
-    # Tianshou's examples/mujoco/mujoco_sac.py (its MuJoCo benchmark settings)
-    SACPreset(
-        task="Hopper-v5",
-        hidden_sizes=(256, 256),
-        auto_alpha=False,
-        buffer_size=1_000_000,
-        training_num=1,
-        test_num=10,
-        warmup_steps=10_000,
-        max_epochs=200,
-        step_per_epoch=5000,
-        step_per_collect=1,
-        batch_size=256,
-    ),
-    builder=f"{_PRESETS}:build_sac",
-    trainer="offpolicy",
-    exploration_noise=False,
-    action_space="continuous",
-)

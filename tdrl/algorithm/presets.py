@@ -17,8 +17,8 @@ SAC         -250       3k, 3k, 3k (epochs of 1k steps)        + 1000 random warm
 
 SAC uses one gradient step per env step (Tianshou's test uses 0.1, which needed 38k env
 steps and more gradient steps in total on seed 0). The DQN and PPO ``step_per_epoch``
-values are Tianshou's; smaller epochs only test more often. The ``mujoco`` SAC preset is
-Tianshou's MuJoCo benchmark configuration (``examples/mujoco/mujoco_sac.py``).
+values are Tianshou's; smaller epochs only test more often. The ``mujoco`` presets (SAC's
+included) live in :mod:`tdrl.presets.mujoco`.
 
 >>> alg = make_algorithm("dqn", "CartPole-v1")
 >>> type(alg).__name__, alg.n_step, DQN_CARTPOLE.trainer_kwargs()["update_per_step"]
