@@ -469,8 +469,7 @@ def test_cli_overrides_reach_the_preset() -> None:
     from tdrl.launch import config_from_args
 
     parser = argparse.ArgumentParser()
-    add_train_arguments(parser)
-    parser.add_argument("--set", action="append")  # what the CLI needs to add
+    add_train_arguments(parser)  # includes --set FIELD=VALUE
     args = parser.parse_args(["--set", "warmup_steps=500", "--set", "hidden_sizes=(32,32)"])
     cfg = config_from_args("td3", TASK, args)
     assert cfg.overrides == {"warmup_steps": 500, "hidden_sizes": (32, 32)}

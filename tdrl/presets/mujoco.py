@@ -181,10 +181,10 @@ def lr_decay_updates(p: Preset) -> int:
     >>> from tdrl import registry
     >>> lr_decay_updates(registry.preset("a2c", "Hopper-v5"))  # ceil(30000 / 80) * 100
     37500
-    >>> lr_decay_updates(A2CMujocoPreset())  # doctest: +ELLIPSIS
+    >>> lr_decay_updates(registry.preset("reinforce", "CartPole-v1"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: a2c ... 'step_per_collect': expected an int with lr_decay on ...
+    tdrl.registry.PresetError: reinforce ... 'step_per_collect': expected an int with lr_decay ...
     """
     step_per_collect = getattr(p, "step_per_collect", None)
     if step_per_collect is None:
