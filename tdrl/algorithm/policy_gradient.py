@@ -140,6 +140,8 @@ class OnPolicyAlgorithm(Algorithm):
     """
 
     on_policy = True
+    uses_logp_old: bool = True
+    """Whether the loss reads ``logp_old`` (PPO, TRPO); A2C and REINFORCE do not."""
 
     def __init__(
         self,
@@ -210,8 +212,10 @@ class OnPolicyAlgorithm(Algorithm):
         return lp.reshape(lp.shape[0], -1) if lp.dim() > 2 else lp
 
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
-        """Add ``v_s``, ``returns``, ``adv`` (GAE) and ``logp_old``."""
+        """Add ``v_s``, ``returns``, ``adv`` (GAE) and ``logp_old`` (if :attr:`uses_logp_old`)."""
         self._add_returns_and_advantages(batch, buffer, indices)
+        if not self.uses_logp_old:
+            return batch
         with torch.no_grad():
             obs, act = batch["obs"], batch["act"]
             batch["logp_old"] = torch.cat(
@@ -222,7 +226,10 @@ class OnPolicyAlgorithm(Algorithm):
     def prepare(self, td: TensorDictBase) -> TensorDictBase:
         """For a TorchRL batch: one-step TD advantages ``r + gamma (1 - term) V(s') - V(s)``
         (returns ``r + gamma (1 - term) V(s')``) and ``logp_old`` from the policy's
-        ``action_log_prob``."""
+        ``action_log_prob`` (only where :attr:`uses_logp_old`). A batch of trajectories
+        ``[N, T]`` is flattened."""
+        if td.batch_dims > 1:
+            td = td.reshape(-1)
         if "adv" in td:
             return td
         obs_next, rew, term = self.transition_of(td)
@@ -235,7 +242,7 @@ class OnPolicyAlgorithm(Algorithm):
         td.set("v_s", v_s)
         td.set("returns", returns)
         td.set("adv", returns - v_s)
-        if "logp_old" not in td:
+        if self.uses_logp_old and "logp_old" not in td:
             lp = self._get(td, self.tensor_keys.sample_log_prob, "sample log-prob")
             td.set("logp_old", lp.reshape(len(rew), -1))
         return td

@@ -21,9 +21,6 @@ the plain policy gradient at the current parameters.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
 import torch
 import torch.nn.functional as F
 from tensordict import TensorDictBase
@@ -36,7 +33,6 @@ from tdrl.algorithm.policy_gradient import (
     ProbabilisticActorPolicy,
     default_dist_fn,
 )
-from tdrl.data.batch import Batch
 from tdrl.utils.net import ActorCritic
 
 __all__ = ["A2C", "ActorPolicy", "ProbabilisticActorPolicy", "default_dist_fn"]
@@ -65,6 +61,8 @@ class A2C(OnPolicyAlgorithm):
     """
 
     critic: nn.Module
+
+    uses_logp_old = False  # the objective is -log pi(a|s) A: no ratio to an old policy
 
     def __init__(
         self,
@@ -101,28 +99,6 @@ class A2C(OnPolicyAlgorithm):
         self._add_stage(
             self.a2c_losses, (("loss_objective", "loss_critic", "loss_entropy"), self.optim)
         )
-
-    def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
-        """Add ``v_s``, ``returns`` and ``adv`` (GAE); A2C needs no old log-probabilities."""
-        self._add_returns_and_advantages(batch, buffer, indices)
-        return batch
-
-    def prepare(self, td: TensorDictBase) -> TensorDictBase:
-        """For a TorchRL batch without ``adv``: one-step TD advantages
-        ``r + gamma (1 - terminated) V(s') - V(s)`` and returns ``r + gamma (1 - terminated)
-        V(s')``, as :meth:`OnPolicyAlgorithm.prepare` but without the sampled log-probability
-        (A2C does not use it). A batch of trajectories ``[N, T]`` is flattened."""
-        if td.batch_dims > 1:
-            td = td.reshape(-1)
-        if "adv" in td:
-            return td
-        obs_next, rew, term = self.transition_of(td)
-        v_s = self.values(self.obs_of(td)).to(rew.dtype)
-        returns = rew + self.gamma * (1.0 - term) * self.values(obs_next).to(rew.dtype)
-        td.set("v_s", v_s)
-        td.set("returns", returns)
-        td.set("adv", returns - v_s)
-        return td
 
     def a2c_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
         """A2C's terms on a minibatch with ``obs, act, adv, returns``.
