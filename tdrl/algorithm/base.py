@@ -348,9 +348,16 @@ class Policy(TensorDictModuleBase):
         return act
 
     def _bounds_like(self, act: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        low = torch.as_tensor(self._low, dtype=act.dtype, device=act.device)
-        high = torch.as_tensor(self._high, dtype=act.dtype, device=act.device)
-        return low, high
+        """The Box bounds as tensors of ``act``'s dtype and device (built once per pair:
+        this runs on every TorchRL env step)."""
+        key = (act.dtype, act.device)
+        cache = self.__dict__.setdefault("_bounds_cache", {})
+        if key not in cache:
+            cache[key] = (
+                torch.as_tensor(self._low, dtype=act.dtype, device=act.device),
+                torch.as_tensor(self._high, dtype=act.dtype, device=act.device),
+            )
+        return cache[key]  # type: ignore[no-any-return]
 
     def map_action_inverse(self, act: torch.Tensor | np.ndarray) -> np.ndarray:
         """Inverse of :meth:`map_action`: an environment action back to a raw action.
