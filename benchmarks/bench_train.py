@@ -71,6 +71,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -293,6 +294,53 @@ def _tianshou_algorithm(algo: str, obs_space: gym.Space, act_space: gym.Space): 
     raise ValueError(f"unknown algo {algo!r}")
 
 
+def train_tianshou(
+    algorithm: Any,
+    p: Any,
+    on_policy: bool,
+    common: dict[str, Any],
+    collectors: tuple[Any, Any],
+    envs: tuple[Any, Any],
+    start: float,
+    threshold: float,
+) -> Run:
+    """Build Tianshou's trainer for ``algorithm``, run it with its phases timed, close the
+    envs and return the :class:`Run` (``start``: when the whole run began)."""
+    from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+
+    train, test = collectors
+    if on_policy:
+        params: object = OnPolicyTrainerParams(
+            update_step_num_repetitions=p.repeat_per_collect,
+            **common,
+        )
+    else:
+        params = OffPolicyTrainerParams(
+            update_step_num_gradient_steps_per_sample=p.update_per_step,
+            **common,
+        )
+    trainer = algorithm.create_trainer(params)
+    # Tianshou 2.0.1's collectors do not accumulate ``collect_time``: time the calls here
+    phases = {"collect": 0.0, "update": 0.0, "test": 0.0}
+    _timed(train, "collect", phases, "collect")
+    _timed(test, "collect", phases, "test")
+    _timed(algorithm, "update", phases, "update")
+    train_start = time.perf_counter()
+    info = trainer.run()
+    train_time = time.perf_counter() - train_start
+    for envs_ in envs:
+        envs_.close()
+    wall = time.perf_counter() - start
+    return Run(
+        wall=wall,
+        train=train_time,
+        steps=info.train_step,
+        best=info.best_reward,
+        reached=info.best_reward >= threshold,
+        **phases,
+    )
+
+
 def run_tianshou(algo: str, task: str, seed: int, small: bool = False) -> Run:
     """The same experiment as ``run_experiment(algo, task, seed)``, built with Tianshou.
 
@@ -300,7 +348,6 @@ def run_tianshou(algo: str, task: str, seed: int, small: bool = False) -> Run:
     """
     from tianshou.data import Collector, VectorReplayBuffer
     from tianshou.env import DummyVectorEnv
-    from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 
     from tdrl.launch import PRESETS
 
@@ -344,35 +391,15 @@ def run_tianshou(algo: str, task: str, seed: int, small: bool = False) -> Run:
         verbose=False,
         show_progress=False,
     )
-    if algo == "ppo":
-        params = OnPolicyTrainerParams(
-            update_step_num_repetitions=p.repeat_per_collect,
-            **common,  # type: ignore[arg-type]
-        )
-    else:
-        params = OffPolicyTrainerParams(
-            update_step_num_gradient_steps_per_sample=p.update_per_step,
-            **common,  # type: ignore[arg-type]
-        )
-    trainer = algorithm.create_trainer(params)
-    # Tianshou 2.0.1's collectors do not accumulate ``collect_time``: time the calls here
-    phases = {"collect": 0.0, "update": 0.0, "test": 0.0}
-    _timed(train, "collect", phases, "collect")
-    _timed(test, "collect", phases, "test")
-    _timed(algorithm, "update", phases, "update")
-    train_start = time.perf_counter()
-    info = trainer.run()
-    train_time = time.perf_counter() - train_start
-    train_envs.close()
-    test_envs.close()
-    wall = time.perf_counter() - start
-    return Run(
-        wall=wall,
-        train=train_time,
-        steps=info.train_step,
-        best=info.best_reward,
-        reached=info.best_reward >= threshold,
-        **phases,
+    return train_tianshou(
+        algorithm,
+        p,
+        algo == "ppo",
+        common,
+        (train, test),
+        (train_envs, test_envs),
+        start,
+        threshold,
     )
 
 

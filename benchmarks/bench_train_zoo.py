@@ -92,8 +92,8 @@ from benchmarks.bench_train import (
     _per_kstep,
     _phases,
     _seed_everything,
-    _timed,
     run_tdrl,
+    train_tianshou,
 )
 
 SEEDS: tuple[int, ...] = tuple(
@@ -358,7 +358,6 @@ def run_tianshou(algo: str, task: str, seed: int, small: bool = False) -> Run:
     """The same experiment as ``run_experiment(algo, task, seed)``, built with Tianshou."""
     from tianshou.data import Collector, PrioritizedVectorReplayBuffer, VectorReplayBuffer
     from tianshou.env import DummyVectorEnv
-    from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 
     p = _preset(algo)
     if small:
@@ -407,34 +406,15 @@ def run_tianshou(algo: str, task: str, seed: int, small: bool = False) -> Run:
         verbose=False,
         show_progress=False,
     )
-    if algo in ON_POLICY:
-        params: object = OnPolicyTrainerParams(
-            update_step_num_repetitions=p.repeat_per_collect,
-            **common,  # type: ignore[arg-type]
-        )
-    else:
-        params = OffPolicyTrainerParams(
-            update_step_num_gradient_steps_per_sample=p.update_per_step,
-            **common,  # type: ignore[arg-type]
-        )
-    trainer = algorithm.create_trainer(params)
-    phases = {"collect": 0.0, "update": 0.0, "test": 0.0}
-    _timed(train, "collect", phases, "collect")
-    _timed(test, "collect", phases, "test")
-    _timed(algorithm, "update", phases, "update")
-    train_start = time.perf_counter()
-    info = trainer.run()
-    train_time = time.perf_counter() - train_start
-    train_envs.close()
-    test_envs.close()
-    wall = time.perf_counter() - start
-    return Run(
-        wall=wall,
-        train=train_time,
-        steps=info.train_step,
-        best=info.best_reward,
-        reached=info.best_reward >= threshold,
-        **phases,
+    return train_tianshou(
+        algorithm,
+        p,
+        algo in ON_POLICY,
+        common,
+        (train, test),
+        (train_envs, test_envs),
+        start,
+        threshold,
     )
 
 
