@@ -279,6 +279,22 @@ def _net_args(p: AtariPreset, observation_space: Any, action_space: Any) -> dict
 
 # every builder starts the policy at a constant epsilon, the schedule's final value
 # eps_train_final, until the launcher applies the schedule (module docstring)
+def _q_learning_args(p: Any) -> dict[str, Any]:
+    """The Q-learning base's arguments every Atari builder passes the same way."""
+    return {
+        "optim": p.lr,
+        "gamma": p.gamma,
+        "n_step": p.n_step,
+        "target_update_freq": p.target_update_freq,
+    }
+
+
+def _eps_args(p: Any) -> dict[str, Any]:
+    """The policy's epsilons: the schedule's final value until the launcher's ``train_fn``
+    sets the decaying one, and the test epsilon."""
+    return {"eps_training": p.eps_train_final, "eps_inference": p.eps_test}
+
+
 def build_dqn(p: AtariDQNPreset, observation_space: Any, action_space: Any) -> Any:
     """DQN on :func:`~tdrl.utils.net_atari.dqn_net`.
 
@@ -299,15 +315,11 @@ def build_dqn(p: AtariDQNPreset, observation_space: Any, action_space: Any) -> A
     policy = DQNPolicy(
         model=net,
         action_space=action_space,
-        eps_training=p.eps_train_final,
-        eps_inference=p.eps_test,
+        **_eps_args(p),
     )
     return DQN(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **_q_learning_args(p),
     )
 
 
@@ -334,15 +346,11 @@ def build_c51(p: AtariC51Preset, observation_space: Any, action_space: Any) -> A
         num_atoms=p.num_atoms,
         v_min=p.v_min,
         v_max=p.v_max,
-        eps_training=p.eps_train_final,
-        eps_inference=p.eps_test,
+        **_eps_args(p),
     )
     return C51(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **_q_learning_args(p),
     )
 
 
@@ -366,8 +374,7 @@ def build_qrdqn(p: AtariQRDQNPreset, observation_space: Any, action_space: Any) 
     policy = QRDQNPolicy(
         model=net,
         action_space=action_space,
-        eps_training=p.eps_train_final,
-        eps_inference=p.eps_test,
+        **_eps_args(p),
     )
     return QRDQN(
         policy=policy,
@@ -402,15 +409,11 @@ def build_iqn(p: AtariIQNPreset, observation_space: Any, action_space: Any) -> A
         sample_size=p.sample_size,
         online_sample_size=p.online_sample_size,
         target_sample_size=p.target_sample_size,
-        eps_training=p.eps_train_final,
-        eps_inference=p.eps_test,
+        **_eps_args(p),
     )
     return IQN(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **_q_learning_args(p),
     )
 
 
@@ -439,8 +442,7 @@ def build_fqf(p: AtariFQFPreset, observation_space: Any, action_space: Any) -> A
         model=net,
         fraction_model=fractions,
         action_space=action_space,
-        eps_training=p.eps_train_final,
-        eps_inference=p.eps_test,
+        **_eps_args(p),
     )
     return FQF(
         policy=policy,
@@ -479,15 +481,11 @@ def build_rainbow(p: AtariRainbowPreset, observation_space: Any, action_space: A
         num_atoms=p.num_atoms,
         v_min=p.v_min,
         v_max=p.v_max,
-        eps_training=p.eps_train_final,
-        eps_inference=p.eps_test,
+        **_eps_args(p),
     )
     return Rainbow(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **_q_learning_args(p),
     )
 
 
