@@ -837,18 +837,29 @@ class Algorithm(LossModule):
     def one_step_returns(self, td: TensorDictBase) -> TensorDictBase:
         """Set ``returns`` on a TorchRL batch that has none: by default TorchRL's one-step
         TD target ``r + gamma (1 - terminated) V'(s')`` (:meth:`next_value`); after
-        :meth:`make_value_estimator`, that estimator's target over the same ``V'``."""
+        :meth:`make_value_estimator`, that estimator's target over the same ``V'``.
+
+        A vector-valued ``V'`` (``[B, M]`` quantiles: IQN, FQF) gets the same target per
+        entry, and TorchRL's (scalar) estimators do not apply to it.
+        """
         if "returns" in td:
             return td
+        est = self._value_estimator
         obs_next, rew, term = self.transition_of(td)
         with torch.no_grad():
             v = self.next_value(obs_next).to(rew.dtype)
-        est = self._value_estimator
+        if est is not None and v.dim() > 1:
+            raise NotImplementedError(
+                f"value_type: {type(self).__name__} bootstraps a vector of {v.shape[1]} values "
+                f"and supports only its own one-step target, got {type(est).__name__}"
+            )
         if est is not None:
             target = est.value_estimate(td, next_value=v.reshape(*td.batch_size, 1))
             td.set("returns", target.reshape(-1))
             return td
         gamma: float = self.gamma  # type: ignore[assignment]
+        if v.dim() > 1:  # per entry: [B, 1] rewards and masks against [B, M] values
+            rew, term = rew.unsqueeze(-1), term.unsqueeze(-1)
         td.set("returns", rew + gamma * (1.0 - term) * v)
         return td
 

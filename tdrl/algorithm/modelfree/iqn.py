@@ -140,7 +140,8 @@ class QuantileQLearningAlgorithm(QLearningAlgorithm):
 
     The bootstrap :meth:`next_value` is a vector of quantile values ``[B, M]``, so the
     n-step ``returns`` are ``[B, M]`` as well (``r + gamma^n (1 - term) Z'``, per
-    quantile). A TorchRL batch gets the one-step version in :meth:`one_step_returns`.
+    quantile). A TorchRL batch gets the one-step version per quantile
+    (:meth:`Algorithm.one_step_returns`).
     Subclasses define :meth:`next_value` and :meth:`q_losses`.
 
     >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
@@ -154,21 +155,6 @@ class QuantileQLearningAlgorithm(QLearningAlgorithm):
         """The greedy action ``[B]`` of a network output (masked)."""
         q = self.policy.q_from_output(out)
         return (mask_q(q, mask) if mask is not None else q).argmax(1)
-
-    def one_step_returns(self, td: TensorDictBase) -> TensorDictBase:
-        """``returns [B, M] = r + gamma (1 - terminated) Z'(s')`` for a TorchRL batch."""
-        if "returns" in td:
-            return td
-        if self._value_estimator is not None:
-            raise NotImplementedError(
-                f"value_type: {type(self).__name__} bootstraps a vector of quantiles and "
-                f"supports only its own one-step target, got {type(self._value_estimator)}"
-            )
-        obs_next, rew, term = self.transition_of(td)
-        with torch.no_grad():
-            z = self.next_value(obs_next).to(rew.dtype)
-        td.set("returns", rew.unsqueeze(-1) + self.gamma * (1.0 - term).unsqueeze(-1) * z)
-        return td
 
     def _target_quantiles(self, td: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
         """The ``returns [B, M]`` of a batch in the dtype of ``like``."""
