@@ -44,16 +44,18 @@ from tdrl.data.buffer import VectorReplayBuffer
 from tdrl.data.collector import Collector
 from tdrl.env import DummyVectorEnv
 from tdrl.registry import Preset
-from tdrl.trainer import OffPolicyTrainer, OnPolicyTrainer, TrainResult
+from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer, TrainResult
 from tdrl.utils.logger import BaseLogger, ConsoleLogger, CSVLogger, LazyLogger
 from tdrl.utils.normalize import VectorEnvNormObs
 
 __all__ = [
     "CURVE_KEY",
     "LOGGERS",
+    "Experiment",
     "ExperimentConfig",
     "NormObsDummyVectorEnv",
     "add_train_arguments",
+    "build_experiment",
     "config_from_args",
     "make_logger",
     "parse_overrides",
@@ -72,7 +74,10 @@ class ExperimentConfig:
     """What to train and how; ``None`` fields take the algorithm preset's value.
 
     ``overrides`` sets any other preset field (``{"step_per_collect": 256}``); the named
-    fields (``epochs`` ...) win over it.
+    fields (``epochs`` ...) win over it. ``dataset`` (an HDF5 file or ``minari:NAME``) is
+    what offline and imitation algorithms learn from (:func:`tdrl.data.datasets.load_dataset`);
+    ``icm`` wraps the algorithm in the intrinsic curiosity module
+    (:func:`tdrl.presets.icm.apply_icm`).
 
     >>> ExperimentConfig("ppo", "CartPole-v1").run_name().startswith("ppo-CartPole-v1-seed0")
     True
@@ -94,6 +99,8 @@ class ExperimentConfig:
     show_progress: bool = True
     plot: bool = True
     overrides: dict[str, Any] = field(default_factory=dict)
+    dataset: str | None = None
+    icm: bool = False
 
     def run_name(self) -> str:
         """A directory name unique to the algorithm, task and seed."""
@@ -247,19 +254,70 @@ def make_train_fn(preset: Any, algorithm: Any, buffer: Any) -> Any:
     return train_fn
 
 
-def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
-    """Train ``cfg.algo`` on ``cfg.task``; return the result and the run directory.
+@dataclass
+class Experiment:
+    """Everything :func:`build_experiment` assembled for one run; :meth:`run` trains it.
 
-    A task without a preset for the algorithm, a bad override or an action space the
-    algorithm cannot handle raises :class:`~tdrl.registry.PresetError` before anything is
-    written.
+    ``train_collector`` is ``None`` for offline algorithms (their trainer samples
+    ``dataset``); ``dataset`` is ``None`` for online ones that need none.
     """
-    preset: Any = _preset(cfg)  # fields of the algorithm's preset class
-    spec = registry.entry(cfg.algo, preset.task)
-    seed_everything(cfg.seed)
-    if "OMP_NUM_THREADS" not in os.environ:
-        # small RL networks: one intra-op thread is faster, and far faster on a busy CPU
-        torch.set_num_threads(1)
+
+    cfg: ExperimentConfig
+    preset: Any
+    entry: registry.Entry
+    algorithm: Any
+    train_envs: Any
+    test_envs: Any
+    train_collector: Collector | None
+    test_collector: Collector
+    buffer: Any
+    dataset: Any
+    trainer: Any
+    logger: BaseLogger
+    run_dir: Path
+
+    @property
+    def offline(self) -> bool:
+        """Whether the trainer counts gradient steps on a fixed dataset."""
+        return self.entry.trainer == "offline"
+
+    def close(self) -> None:
+        """Close the envs."""
+        if self.train_envs is not None:
+            self.train_envs.close()
+        self.test_envs.close()
+
+    def run(self) -> TrainResult:
+        """Train, close the envs, draw the curve (CSV logs) and print the summary line:
+        ``ALGO on TASK: best test return X ± Y (epoch E), N env steps, T s; logs in DIR``
+        (offline: ``N gradient steps``)."""
+        cfg = self.cfg
+        start = time.perf_counter()
+        try:
+            result: TrainResult = self.trainer.run()
+        finally:
+            self.close()
+        steps = (
+            f"{result.gradient_step} gradient steps"
+            if self.offline
+            else f"{result.env_step} env steps"
+        )
+        summary = (
+            f"{cfg.algo} on {self.preset.task}: best test return {result.best_reward:.1f} "
+            f"± {result.best_reward_std:.1f} (epoch {result.best_epoch}), "
+            f"{steps}, {time.perf_counter() - start:.1f} s; logs in {self.run_dir}"
+        )
+        if cfg.plot and cfg.logger == "csv":
+            from tdrl.utils.plot import plot_runs
+
+            out = plot_runs([self.run_dir], key=CURVE_KEY, out=self.run_dir / "curve.png")
+            print(f"learning curve: {out}", flush=True)
+        print(summary, flush=True)  # the last line of every run
+        return result
+
+
+def _make_envs(cfg: ExperimentConfig, preset: Any, spec: registry.Entry) -> tuple[Any, Any]:
+    """(training envs or ``None`` for offline runs, test envs) for a preset."""
 
     def make_env(training: bool = True) -> gym.Env:
         env: gym.Env = spec.make_env(preset.task, preset, training=training)
@@ -268,29 +326,75 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     def make_test_env() -> gym.Env:  # e.g. Atari: real game scores, no reward clipping
         return make_env(training=False)
 
-    train_envs: DummyVectorEnv
-    test_envs: DummyVectorEnv
+    if spec.trainer == "offline":
+        return None, DummyVectorEnv([make_test_env] * preset.test_num)
     if getattr(preset, "obs_norm", False):
         # Tianshou's VectorEnvNormObs: the training envs update the statistics while they
         # collect, the test envs normalize with the same statistics, frozen
-        train_envs = NormObsDummyVectorEnv([make_env] * preset.training_num)
-        test_envs = NormObsDummyVectorEnv(
-            [make_test_env] * preset.test_num, obs_rms=train_envs.obs_rms, update_obs_rms=False
+        train = NormObsDummyVectorEnv([make_env] * preset.training_num)
+        test = NormObsDummyVectorEnv(
+            [make_test_env] * preset.test_num, obs_rms=train.obs_rms, update_obs_rms=False
         )
-    else:
-        train_envs = DummyVectorEnv([make_env] * preset.training_num)
-        test_envs = DummyVectorEnv([make_test_env] * preset.test_num)
+        return train, test
+    return (
+        DummyVectorEnv([make_env] * preset.training_num),
+        DummyVectorEnv([make_test_env] * preset.test_num),
+    )
+
+
+def _load_dataset(cfg: ExperimentConfig, spec: registry.Entry) -> Any:
+    """The dataset buffer of an offline or imitation run (``None`` for others)."""
+    if cfg.dataset is None:
+        return None
+    if not spec.needs_dataset:
+        raise registry.PresetError(f"--dataset: {cfg.algo} trains online and takes no dataset")
+    from tdrl.data.datasets import load_dataset
+
+    return load_dataset(cfg.dataset)
+
+
+def build_experiment(cfg: ExperimentConfig) -> Experiment:
+    """Assemble envs, algorithm, collectors, buffer, logger and trainer for ``cfg``.
+
+    A task without a preset for the algorithm, a bad override or an action space the
+    algorithm cannot handle raises :class:`~tdrl.registry.PresetError` before anything is
+    written. The random warm-up (off-policy presets) is collected here.
+    """
+    preset: Any = _preset(cfg)  # fields of the algorithm's preset class
+    spec = registry.entry(cfg.algo, preset.task)
+    if spec.needs_dataset and cfg.dataset is None:
+        raise registry.PresetError(
+            f"{cfg.algo} learns from a dataset: expected --dataset FILE.hdf5 (or minari:NAME), "
+            "got none"
+        )
+    seed_everything(cfg.seed)
+    if "OMP_NUM_THREADS" not in os.environ:
+        # small RL networks: one intra-op thread is faster, and far faster on a busy CPU
+        torch.set_num_threads(1)
+    dataset = _load_dataset(cfg, spec)
+    train_envs, test_envs = _make_envs(cfg, preset, spec)
     try:
         algorithm = make_algorithm(
             cfg.algo,
             preset.task,
             preset,
-            observation_space=train_envs.observation_space[0],
-            action_space=train_envs.action_space[0],
+            observation_space=test_envs.observation_space[0],
+            action_space=test_envs.action_space[0],
             device=cfg.device,  # build on the device: target nets share storage
+            dataset=dataset,
         )
+        if cfg.icm:
+            apply_icm = registry._import("tdrl.presets.icm:apply_icm")
+            algorithm = apply_icm(
+                algorithm,
+                cfg.algo,
+                preset.task,
+                test_envs.observation_space[0],
+                test_envs.action_space[0],
+            )
     except BaseException:
-        train_envs.close()
+        if train_envs is not None:
+            train_envs.close()
         test_envs.close()
         raise
     if isinstance(train_envs, NormObsDummyVectorEnv):
@@ -299,46 +403,65 @@ def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
     run_dir = Path(cfg.log_dir) / cfg.run_name()
     run_dir.mkdir(parents=True, exist_ok=True)
     noisy = spec.exploration_noise  # e.g. DQN: epsilon-greedy in training, eps_test in tests
-    buffer = make_buffer(preset)
-    train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
     test = Collector(algorithm.policy, test_envs, exploration_noise=noisy)
-    train.reset(seed=cfg.seed)
     test.reset(seed=cfg.seed + 100_000)
-    warmup = warmup_steps(preset, explicit="warmup_steps" in cfg.overrides)
-    if warmup and not (cfg.resume and (run_dir / "checkpoint.pt").exists()):
-        train.collect(n_step=warmup, random=True)
+    checkpoint = run_dir / "checkpoint.pt" if cfg.checkpoint or cfg.resume else None
     logger = make_logger(cfg.logger, run_dir, dataclasses.asdict(cfg))
     threshold = preset.threshold
-    trainer = TRAINERS[spec.trainer](
-        algorithm,
-        train,
+    stop_fn = None if threshold is None else (lambda best: best >= threshold)
+    common: dict[str, Any] = dict(
         test_collector=test,
-        stop_fn=None if threshold is None else (lambda best: best >= threshold),
-        # Tianshou's default: confirm a good training return by a test (needs a threshold)
-        test_in_train=threshold is not None,
-        train_fn=make_train_fn(preset, algorithm, buffer),
+        stop_fn=stop_fn,
         logger=logger,
-        checkpoint_path=run_dir / "checkpoint.pt" if cfg.checkpoint or cfg.resume else None,
+        checkpoint_path=checkpoint,
         resume=cfg.resume,
         show_progress=cfg.show_progress,
-        **preset.trainer_kwargs(),
     )
-    start = time.perf_counter()
-    result = trainer.run()
-    summary = (
-        f"{cfg.algo} on {preset.task}: best test return {result.best_reward:.1f} "
-        f"± {result.best_reward_std:.1f} (epoch {result.best_epoch}), "
-        f"{result.env_step} env steps, {time.perf_counter() - start:.1f} s; logs in {run_dir}"
+    train: Collector | None = None
+    buffer: Any = None
+    if spec.trainer == "offline":
+        kwargs = preset.trainer_kwargs()
+        for name in ("step_per_collect", "update_per_step", "repeat_per_collect"):
+            kwargs.pop(name, None)
+        trainer: Any = OfflineTrainer(algorithm, dataset, **common, **kwargs)
+    else:
+        buffer = make_buffer(preset)
+        train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
+        train.reset(seed=cfg.seed)
+        warmup = warmup_steps(preset, explicit="warmup_steps" in cfg.overrides)
+        if warmup and not (cfg.resume and (run_dir / "checkpoint.pt").exists()):
+            train.collect(n_step=warmup, random=True)
+        trainer = TRAINERS[spec.trainer](
+            algorithm,
+            train,
+            # Tianshou's default: confirm a good training return by a test (needs a threshold)
+            test_in_train=threshold is not None,
+            train_fn=make_train_fn(preset, algorithm, buffer),
+            **common,
+            **preset.trainer_kwargs(),
+        )
+    return Experiment(
+        cfg,
+        preset,
+        spec,
+        algorithm,
+        train_envs,
+        test_envs,
+        train,
+        test,
+        buffer,
+        dataset,
+        trainer,
+        logger,
+        run_dir,
     )
-    train_envs.close()
-    test_envs.close()
-    if cfg.plot and cfg.logger == "csv":
-        from tdrl.utils.plot import plot_runs
 
-        out = plot_runs([run_dir], key=CURVE_KEY, out=run_dir / "curve.png")
-        print(f"learning curve: {out}", flush=True)
-    print(summary, flush=True)  # the last line of every run
-    return result, run_dir
+
+def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
+    """Train ``cfg.algo`` on ``cfg.task``; return the result and the run directory
+    (:func:`build_experiment`, then :meth:`Experiment.run`)."""
+    exp = build_experiment(cfg)
+    return exp.run(), exp.run_dir
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:
@@ -386,6 +509,8 @@ def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> E
         show_progress=not args.no_progress,
         plot=not args.no_plot,
         overrides=parse_overrides(getattr(args, "set", None)),
+        dataset=getattr(args, "dataset", None),
+        icm=bool(getattr(args, "icm", False)),
     )
 
 

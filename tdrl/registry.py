@@ -223,8 +223,8 @@ _RULES: dict[str, _Rule] = {
 }
 """Range checks by field name (every preset class shares them)."""
 
-_TRAINER_FIELDS = ("max_epochs", "step_per_epoch", "step_per_collect")
-_TRAINER_OPTIONAL = ("update_per_step", "repeat_per_collect")
+_TRAINER_FIELDS = ("max_epochs", "step_per_epoch")
+_TRAINER_OPTIONAL = ("step_per_collect", "update_per_step", "repeat_per_collect")
 
 
 def _describe(tp: Any) -> tuple[str, Callable[[Any], Any]]:
@@ -428,7 +428,7 @@ class SACPreset(Preset):
 
 
 # ---------------------------------------------------------------------------- registry
-Trainer = Literal["onpolicy", "offpolicy"]
+Trainer = Literal["onpolicy", "offpolicy", "offline"]
 ActionSpace = Literal["discrete", "continuous", "any"]
 
 
@@ -438,7 +438,8 @@ class Entry:
 
     :param builder: ``"module:function"``; ``function(preset, observation_space,
         action_space)`` returns the algorithm.
-    :param trainer: ``"onpolicy"`` or ``"offpolicy"``.
+    :param trainer: ``"onpolicy"``, ``"offpolicy"`` or ``"offline"`` (gradient steps on a
+        fixed dataset, :class:`~tdrl.trainer.OfflineTrainer`).
     :param exploration_noise: whether the training and test collectors add the policy's
         exploration noise.
     :param action_space: the action spaces the builder handles: ``"discrete"`` (gymnasium
@@ -446,6 +447,9 @@ class Entry:
     :param env_wrapper: ``"module:function"`` or ``None``; ``function(env, preset)`` wraps
         every env the launcher and :func:`tdrl.make_algorithm` make for this entry (Atari
         preprocessing, action discretization, ...).
+    :param needs_dataset: the builder takes a ``dataset=`` replay buffer (offline and
+        imitation algorithms: ``tdrl train ALGO TASK --dataset FILE.hdf5``); default: the
+        offline trainer's entries.
     """
 
     algo: str
@@ -456,6 +460,7 @@ class Entry:
     exploration_noise: bool
     action_space: ActionSpace
     env_wrapper: str | None = None
+    needs_dataset: bool = False
 
     def builder_fn(self) -> Callable[[Preset, Any, Any], Any]:
         """Import and return the builder."""
@@ -500,6 +505,7 @@ def register(
     action_space: ActionSpace,
     task: str | None = None,
     env_wrapper: str | None = None,
+    needs_dataset: bool | None = None,
 ) -> Entry:
     """Add (or replace) the preset of ``algo`` for task ``family``; return the entry.
 
@@ -510,8 +516,10 @@ def register(
         raise PresetError(f"family: expected one of {', '.join(FAMILIES)}, got {family!r}")
     if preset.algo != algo:
         raise PresetError(f"preset: expected a {algo} preset, got a {preset.algo} preset")
-    if trainer not in ("onpolicy", "offpolicy"):
-        raise PresetError(f"trainer: expected 'onpolicy' or 'offpolicy', got {trainer!r}")
+    if trainer not in ("onpolicy", "offpolicy", "offline"):
+        raise PresetError(
+            f"trainer: expected 'onpolicy', 'offpolicy' or 'offline', got {trainer!r}"
+        )
     if action_space not in ("discrete", "continuous", "any"):
         raise PresetError(
             f"action_space: expected 'discrete', 'continuous' or 'any', got {action_space!r}"
@@ -520,7 +528,19 @@ def register(
         raise PresetError(f"builder: expected 'module:function', got {builder!r}")
     if env_wrapper is not None and ":" not in env_wrapper:
         raise PresetError(f"env_wrapper: expected 'module:function', got {env_wrapper!r}")
-    e = Entry(algo, family, preset, builder, trainer, exploration_noise, action_space, env_wrapper)
+    if needs_dataset is None:
+        needs_dataset = trainer == "offline"
+    e = Entry(
+        algo,
+        family,
+        preset,
+        builder,
+        trainer,
+        exploration_noise,
+        action_space,
+        env_wrapper,
+        needs_dataset,
+    )
     if task is not None:
         if task_family(task) != family:
             raise PresetError(f"task: expected a {family} task, got {task!r}")

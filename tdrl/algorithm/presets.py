@@ -28,6 +28,7 @@ included) live in :mod:`tdrl.presets.mujoco`.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -155,6 +156,7 @@ def make_algorithm(
     observation_space: gym.Space | None = None,
     action_space: gym.Space | None = None,
     device: str | torch.device | None = None,
+    dataset: Any = None,
 ) -> Algorithm:
     """The registry's preset algorithm for ``algo``, built for gymnasium id ``task``.
 
@@ -163,6 +165,9 @@ def make_algorithm(
         those of ``gymnasium.make(task)``).
     :param device: build the networks on this device (target networks share storage with
         their source, so they are not moved afterwards).
+    :param dataset: a replay buffer of transitions, for the algorithms whose registry entry
+        ``needs_dataset`` (offline and imitation: BC, CQL, GAIL, ...); passed to the builder
+        as ``dataset=``. Such an algorithm without one is a :class:`PresetError`.
 
     This is what ``tdrl train ALGO TASK`` trains. An action space the algorithm cannot
     handle is a one-line :class:`~tdrl.registry.PresetError`.
@@ -178,9 +183,20 @@ def make_algorithm(
             action_space = env.action_space
         env.close()
     check_action_space(algo, task, action_space)
-    build = registry.entry(algo, task).builder_fn()
+    spec = registry.entry(algo, task)
+    build = spec.builder_fn()
+    kwargs: dict[str, Any] = {}
+    if spec.needs_dataset:
+        if dataset is None:
+            raise PresetError(
+                f"{algo} learns from a dataset: expected --dataset FILE.hdf5 (or "
+                f"minari:NAME), got none"
+            )
+        kwargs["dataset"] = dataset
+    elif dataset is not None:
+        raise PresetError(f"--dataset: {algo} trains online and takes no dataset")
     with torch.device(device) if device is not None else nullcontext():
-        alg: Algorithm = build(p, observation_space, action_space)
+        alg: Algorithm = build(p, observation_space, action_space, **kwargs)
     return alg
 
 
