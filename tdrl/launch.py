@@ -403,7 +403,14 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
     run_dir = Path(cfg.log_dir) / cfg.run_name()
     run_dir.mkdir(parents=True, exist_ok=True)
     noisy = spec.exploration_noise  # e.g. DQN: epsilon-greedy in training, eps_test in tests
+    train: Collector | None = None
+    buffer: Any = None
+    if spec.trainer != "offline":
+        buffer = make_buffer(preset)
+        train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
     test = Collector(algorithm.policy, test_envs, exploration_noise=noisy)
+    if train is not None:
+        train.reset(seed=cfg.seed)
     test.reset(seed=cfg.seed + 100_000)
     checkpoint = run_dir / "checkpoint.pt" if cfg.checkpoint or cfg.resume else None
     logger = make_logger(cfg.logger, run_dir, dataclasses.asdict(cfg))
@@ -417,17 +424,12 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
         resume=cfg.resume,
         show_progress=cfg.show_progress,
     )
-    train: Collector | None = None
-    buffer: Any = None
-    if spec.trainer == "offline":
+    if train is None:
         kwargs = preset.trainer_kwargs()
         for name in ("step_per_collect", "update_per_step", "repeat_per_collect"):
             kwargs.pop(name, None)
         trainer: Any = OfflineTrainer(algorithm, dataset, **common, **kwargs)
     else:
-        buffer = make_buffer(preset)
-        train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
-        train.reset(seed=cfg.seed)
         warmup = warmup_steps(preset, explicit="warmup_steps" in cfg.overrides)
         if warmup and not (cfg.resume and (run_dir / "checkpoint.pt").exists()):
             train.collect(n_step=warmup, random=True)
