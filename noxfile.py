@@ -24,7 +24,10 @@ TIANSHOU = "tianshou==2.0.1"
 QUIET = {"RL_WARNINGS": "0"}
 
 
-def _install(session: nox.Session, extras: str = "dev,hdf5,logging,mujoco,atari") -> None:
+def _install(
+    session: nox.Session,
+    extras: str = "dev,hdf5,logging,mujoco,atari,offline,multiagent,bench,video",
+) -> None:
     session.install(TORCH)
     session.install("-e", f".[{extras}]")
 
@@ -97,6 +100,15 @@ def oracle(session: nox.Session) -> None:
     if ran == 0 and not session.posargs:
         session.error("no Tianshou differential test ran")
     session.log(f"{ran} Tianshou differential tests ran")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site (mkdocs-material + mkdocstrings), warnings as errors."""
+    _install(session, "docs")
+    session.run(
+        "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site")
+    )
 
 
 @nox.session
