@@ -1,0 +1,310 @@
+"""One benchmark run, in this process: build it with the launcher, log, checkpoint, resume.
+
+:func:`run` trains one :class:`~tdrl.benchmark.plan.RunSpec` through
+:func:`tdrl.launch.build_experiment` (the preset for the task, its budget mapped onto
+epochs, no stop threshold, a checkpoint after every epoch) into the run's own directory
+``OUT/ALGO/TASK/seedS/``. Whatever the logger, CSV goes there too (:class:`BenchLogger`).
+When the directory holds a checkpoint the run continues from it: the CSV rows logged
+after that checkpoint are dropped first (they are logged again), and the wall time spent
+before it is carried over. A finished run writes ``done.json`` and deletes its
+checkpoint (``keep_checkpoint=True`` keeps it).
+
+Command line (what the local worker pool and the Ray tasks start, one process per run)::
+
+    python -m tdrl.benchmark.runner OUT/sac/Hopper-v5/seed0   # reads its run.json
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tdrl.benchmark.plan import (
+    DONE_FILE,
+    PROGRESS_FILE,
+    SPEC_FILE,
+    RunSpec,
+    epochs_for_budget,
+    read_json,
+    write_json,
+)
+from tdrl.utils.logger.base import SCOPE_STEP, BaseLogger
+
+__all__ = ["BenchLogger", "main", "prepare_run", "run", "truncate_csv"]
+
+CHECKPOINT_FILE = "checkpoint.pt"
+WANDB_ID_FILE = "wandb_id.txt"
+
+
+def truncate_csv(path: str | os.PathLike[str], column: str, last: float) -> int:
+    """Drop the rows of a CSV log whose ``column`` exceeds ``last``; return how many.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "test.csv"
+    >>> _ = p.write_text("env_step,test/r\\n10,1.0\\n20,2.0\\n30,3.0\\n")
+    >>> truncate_csv(p, "env_step", 20), p.read_text().splitlines()
+    (1, ['env_step,test/r', '10,1.0', '20,2.0'])
+    """
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        header = list(reader.fieldnames or [])
+        rows = list(reader)
+    keep = [r for r in rows if r.get(column) in (None, "") or float(r[column]) <= last]
+    if len(keep) == len(rows):
+        return 0
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(keep)
+    os.replace(tmp, path)
+    return len(rows) - len(keep)
+
+
+class BenchLogger(BaseLogger):
+    """CSV in the run directory, plus W&B or TensorBoard; wall time per finished epoch.
+
+    Every write goes to each logger in ``loggers``. At the end of each epoch
+    (:meth:`save_data`) the run's position and the wall time spent so far (``wall_offset``
+    from earlier sessions plus the time since ``start``) go to ``progress.json``.
+
+    :param run_dir: the run's directory.
+    :param loggers: the loggers to write to (the CSV one first).
+    :param start: ``time.perf_counter()`` when this session of the run started.
+    :param wall_offset: seconds the run spent in earlier sessions (up to its checkpoint).
+    :param walls: wall time at the end of each earlier epoch (``{"epoch": seconds}``).
+
+    >>> import tempfile
+    >>> from tdrl.utils.logger import CSVLogger
+    >>> d = Path(tempfile.mkdtemp())
+    >>> log = BenchLogger(d, [CSVLogger(d)], start=time.perf_counter(), wall_offset=5.0)
+    >>> log.log_test_data({"returns_stat": {"mean": 1.0}}, step=100)
+    >>> log.save_data(1, 100, 10)
+    >>> sorted(p.name for p in d.iterdir()), read_json(d / PROGRESS_FILE)["env_step"]
+    (['progress.json', 'save.csv', 'test.csv'], 100)
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        loggers: list[BaseLogger],
+        start: float,
+        wall_offset: float = 0.0,
+        walls: dict[str, float] | None = None,
+    ) -> None:
+        super().__init__(train_interval=1000, test_interval=1, update_interval=1000)
+        self.run_dir = Path(run_dir)
+        self.loggers = loggers
+        self.start = start
+        self.wall_offset = wall_offset
+        self.walls = dict(walls or {})
+
+    def wall(self) -> float:
+        """Seconds the run has spent, all sessions together."""
+        return self.wall_offset + time.perf_counter() - self.start
+
+    def write(self, scope: str, step: int, data: dict[str, float]) -> None:
+        """Write to every logger."""
+        for logger in self.loggers:
+            logger.write(scope, step, data)
+
+    def save_data(self, epoch: int, env_step: int, gradient_step: int, save_checkpoint_fn: Any = None) -> None:
+        """Record the epoch's end (see :class:`BaseLogger`) and ``progress.json``."""
+        super().save_data(epoch, env_step, gradient_step, save_checkpoint_fn)
+        wall = self.wall()
+        self.walls[str(epoch)] = wall
+        progress = {"epoch": epoch, "env_step": env_step, "gradient_step": gradient_step}
+        write_json(self.run_dir / PROGRESS_FILE, {**progress, "wall_s": wall, "walls": self.walls})
+
+    def finalize(self) -> None:
+        """Finalize every logger."""
+        for logger in self.loggers:
+            logger.finalize()
+
+
+def _make_loggers(spec: RunSpec, run_dir: Path, preset: Any) -> list[BaseLogger]:
+    """CSV, plus the spec's W&B (offline unless configured) or TensorBoard logger."""
+    from tdrl.utils.logger import CSVLogger
+
+    loggers: list[BaseLogger] = [CSVLogger(run_dir)]
+    if spec.logger == "tensorboard":
+        from tdrl.utils.logger import TensorboardLogger
+
+        loggers.append(TensorboardLogger(str(run_dir)))
+    elif spec.logger == "wandb":
+        from tdrl.utils.logger import WandbLogger
+
+        id_file = run_dir / WANDB_ID_FILE
+        if not id_file.is_file():
+            id_file.write_text(f"{spec.name}-{secrets.token_hex(4)}".replace("/", "-"))
+        if "WANDB_MODE" not in os.environ and not _wandb_configured():
+            os.environ["WANDB_MODE"] = "offline"
+        loggers.append(
+            WandbLogger(
+                project=spec.wandb_project,
+                name=spec.name,
+                config={"spec": spec.to_dict(), "preset": dataclasses.asdict(preset)},
+                dir=run_dir,
+                run_id=id_file.read_text().strip(),
+                init_kwargs={"group": spec.group, "job_type": spec.library},
+            )
+        )
+    return loggers
+
+
+def _wandb_configured() -> bool:
+    """Whether the user has a W&B account configured (an API key in the environment or
+    in ``~/.netrc``): then runs log online, else offline."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    netrc = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    try:
+        return "api.wandb.ai" in netrc.read_text()
+    except OSError:
+        return False
+
+
+def prepare_run(spec: RunSpec) -> Path:
+    """Create the run's directory and its ``run.json`` (kept if present); return the dir."""
+    d = spec.dir
+    d.mkdir(parents=True, exist_ok=True)
+    if read_json(d / SPEC_FILE) is None:
+        write_json(d / SPEC_FILE, {"library": spec.library, "spec": spec.to_dict()})
+    return d
+
+
+def _resume_point(run_dir: Path, trainer: Any) -> float:
+    """Load the run's checkpoint into ``trainer``, drop the CSV rows logged after it and
+    return the wall time spent up to it."""
+    from tdrl.trainer.checkpoint import load_checkpoint
+
+    load_checkpoint(trainer, run_dir / CHECKPOINT_FILE)
+    r = trainer.result
+    for scope, step_name in SCOPE_STEP.items():
+        last = {"env_step": r.env_step, "gradient_step": r.gradient_step, "epoch": r.epoch}
+        truncate_csv(run_dir / f"{scope}.csv", step_name, last[step_name])
+    progress = read_json(run_dir / PROGRESS_FILE) or {}
+    walls = progress.get("walls", {})
+    return float(walls.get(str(r.epoch), progress.get("wall_s", 0.0)))
+
+
+def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
+    """Train (or finish) one run; return what ``done.json`` records.
+
+    A finished run (``done.json`` present) is not run again: its record is returned.
+    """
+    d = prepare_run(spec)
+    done = read_json(d / DONE_FILE)
+    if done is not None:
+        return done
+    from tdrl import registry
+    from tdrl.launch import ExperimentConfig, build_experiment
+
+    base: Any = registry.preset(spec.algo, spec.task, **spec.overrides)
+    epochs, per_epoch = epochs_for_budget(int(base.step_per_epoch), spec.env_steps)
+    overrides = {
+        **spec.overrides,
+        "max_epochs": epochs,
+        "step_per_epoch": per_epoch,
+        "threshold": None,  # a benchmark never stops early
+    }
+
+    @dataclasses.dataclass
+    class _Config(ExperimentConfig):
+        def run_name(self) -> str:  # the run directory is OUT/ALGO/TASK/seedS
+            return f"seed{self.seed}"
+
+    resuming = (d / CHECKPOINT_FILE).is_file()
+    cfg = _Config(
+        algo=spec.algo,
+        task=spec.task,
+        seed=spec.seed,
+        logger="none",  # the bench's own loggers below
+        log_dir=str(d.parent),
+        checkpoint=True,
+        resume=resuming,
+        show_progress=False,
+        plot=False,
+        overrides=overrides,
+    )
+    start = time.perf_counter()
+    exp = build_experiment(cfg)
+    if exp.run_dir.resolve() != d.resolve():
+        raise RuntimeError(f"the launcher wrote to {exp.run_dir}, expected {d}")
+    record = read_json(d / SPEC_FILE) or {}
+    record.update(
+        library=spec.library,
+        spec=spec.to_dict(),
+        max_epochs=epochs,
+        step_per_epoch=per_epoch,
+        preset=dataclasses.asdict(exp.preset),
+    )
+    write_json(d / SPEC_FILE, record)
+    wall_offset = 0.0
+    walls: dict[str, float] = {}
+    if resuming:
+        wall_offset = _resume_point(d, exp.trainer)
+        walls = {
+            k: v
+            for k, v in (read_json(d / PROGRESS_FILE) or {}).get("walls", {}).items()
+            if int(k) <= exp.trainer.result.epoch
+        }
+        print(f"resuming {spec.name} at epoch {exp.trainer.result.epoch}", flush=True)
+    logger = BenchLogger(d, _make_loggers(spec, d, exp.preset), start, wall_offset, walls)
+    exp.trainer.logger = exp.logger = logger
+    result = exp.run()
+    from tdrl.utils.plot import load_curve
+
+    _, returns = load_curve(d)
+    done = {
+        "library": spec.library,
+        "algo": spec.algo,
+        "task": spec.task,
+        "seed": spec.seed,
+        "env_steps_budget": spec.env_steps,
+        "env_step": int(result.env_step),
+        "gradient_step": int(result.gradient_step),
+        "epochs": int(result.epoch),
+        "wall_s": logger.wall(),
+        "best_reward": float(result.best_reward),
+        "final_reward": float(returns[-1]) if len(returns) else float("nan"),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    write_json(d / DONE_FILE, done)
+    if not keep_checkpoint:
+        (d / CHECKPOINT_FILE).unlink(missing_ok=True)
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tdrl.benchmark.runner RUN_DIR [--keep-checkpoint]``: run the spec in
+    ``RUN_DIR/run.json``; exit status 0 when it finished."""
+    args = sys.argv[1:] if argv is None else argv
+    keep = "--keep-checkpoint" in args
+    dirs = [a for a in args if not a.startswith("--")]
+    if len(dirs) != 1:
+        print("usage: python -m tdrl.benchmark.runner RUN_DIR [--keep-checkpoint]", file=sys.stderr)
+        return 2
+    data = read_json(Path(dirs[0]) / SPEC_FILE)
+    if data is None or "spec" not in data:
+        print(f"{dirs[0]}: expected a {SPEC_FILE} with the run's spec, found none", file=sys.stderr)
+        return 2
+    spec = RunSpec.from_dict(data["spec"])
+    # the directory given wins over the spec's OUT (a Ray task runs in a copy elsewhere)
+    d = Path(dirs[0]).resolve()
+    out = d.parents[2] if spec.library == "tdrl" else d.parents[3]
+    run(dataclasses.replace(spec, out=str(out)), keep_checkpoint=keep)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
