@@ -8,6 +8,12 @@ Markdown table the README's algorithm table is made from.
 
     python scripts/seed_sweep.py dqn:CartPole-v1 ppo:CartPole-v1 sac:Pendulum-v1
     python scripts/seed_sweep.py --table
+
+Offline and imitation algorithms learn from ``--dataset FILE.hdf5`` (or ``minari:NAME``,
+e.g. from ``tdrl gather sac Pendulum-v1``); ``--threshold X`` stops each run at ``X`` and
+judges it by ``X`` instead of the task's stop threshold (the offline thresholds are weaker)::
+
+    python scripts/seed_sweep.py bc:Pendulum-v1 --dataset sac-Pendulum-v1.hdf5 --threshold -400
 """
 
 from __future__ import annotations
@@ -27,8 +33,12 @@ from typing import Any
 DEFAULT_OUT = Path("sweeps/results.jsonl")
 
 
-def run_one(algo: str, task: str, seed: int) -> dict[str, Any]:
-    """Train ``algo`` on ``task`` with ``seed`` in this process; return the record."""
+def run_one(
+    algo: str, task: str, seed: int, dataset: str | None = None, threshold: float | None = None
+) -> dict[str, Any]:
+    """Train ``algo`` on ``task`` with ``seed`` in this process; return the record
+    (``dataset``: what an offline algorithm learns from; ``threshold``: the stop and
+    success threshold instead of the task's)."""
     import torch
 
     from tdrl.launch import ExperimentConfig, run_experiment
@@ -45,11 +55,14 @@ def run_one(algo: str, task: str, seed: int) -> dict[str, Any]:
             log_dir=tmp,
             show_progress=False,
             plot=False,
+            dataset=dataset,
+            stop_reward=threshold,
         )
         start = time.perf_counter()
         result, _ = run_experiment(cfg)
         seconds = time.perf_counter() - start
-    threshold = stop_threshold(task)
+    if threshold is None:
+        threshold = stop_threshold(task)
     return {
         "algo": algo,
         "task": task,
@@ -100,11 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--table", action="store_true", help="print the results table")
+    parser.add_argument("--dataset", default=None, help="offline algorithms: FILE.hdf5")
+    parser.add_argument("--threshold", type=float, default=None, help="instead of the task's")
     parser.add_argument("--one", nargs=3, metavar=("ALGO", "TASK", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
         algo, task, seed = args.one
-        print(json.dumps(run_one(algo, task, int(seed))))
+        print(json.dumps(run_one(algo, task, int(seed), args.dataset, args.threshold)))
         return 0
     if args.table:
         print(table(load(args.out)))
@@ -122,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     def launch(job: tuple[str, str, int]) -> None:
         algo, task, seed = job
         cmd = [sys.executable, __file__, "--one", algo, task, str(seed)]
+        if args.dataset is not None:
+            minari = args.dataset.startswith("minari:")
+            cmd += ["--dataset", args.dataset if minari else os.path.abspath(args.dataset)]
+        if args.threshold is not None:
+            cmd += ["--threshold", str(args.threshold)]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
