@@ -274,12 +274,29 @@ def _minari_root() -> str:
     return str(get_dataset_path())
 
 
-def load_minari(name: str) -> ReplayBuffer:
+def _box_scale(space: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(low, high)`` of a bounded ``Box`` action space, else ``None`` (no mapping)."""
+    import gymnasium as gym
+
+    if not isinstance(space, gym.spaces.Box):
+        return None
+    low, high = np.asarray(space.low, np.float64), np.asarray(space.high, np.float64)
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        return None
+    return low, high
+
+
+def load_minari(name: str, raw_actions: bool = True) -> ReplayBuffer:
     """A Minari dataset from the local Minari data directory as a tdrl replay buffer.
 
     Episodes are concatenated in Minari's order; each step's ``obs_next`` is the episode's
     next observation (Minari stores ``T + 1`` observations per episode of ``T`` steps).
     An unknown name is a :class:`DatasetError` that lists the local datasets.
+
+    Minari stores the actions the environment took; tdrl's buffers (as Tianshou's) store a
+    policy's raw actions, which for a bounded ``Box`` lie in ``[-1, 1]`` and are scaled to
+    ``[low, high]`` by ``policy.map_action``. With ``raw_actions`` (default), Box actions are
+    mapped back: ``raw = 2 (a - low) / (high - low) - 1``.
     """
     minari = _minari()
     if not name:
@@ -318,6 +335,11 @@ def load_minari(name: str) -> ReplayBuffer:
     if not terms:
         raise DatasetError(f"--dataset minari:{name}: expected transitions, got none")
     data = {k: np.concatenate(v) for k, v in cols.items()}
+    box = _box_scale(ds.action_space) if raw_actions else None
+    if box is not None:
+        low, high = box
+        act = 2.0 * (data["act"] - low) / np.maximum(high - low, 1e-12) - 1.0
+        data["act"] = act.astype(data["act"].dtype, copy=False)
     return _from_arrays(f"minari:{name}", data, np.concatenate(terms), np.concatenate(truncs))
 
 
@@ -350,6 +372,7 @@ def export_minari(
     author: str | None = None,
     description: str | None = None,
     overwrite: bool = False,
+    raw_actions: bool = True,
 ) -> Path:
     """Write ``buffer`` as the Minari dataset ``name`` (e.g. ``"tdrl/pendulum/sac-v0"``)
     in the local Minari data directory; return its directory.
@@ -358,11 +381,26 @@ def export_minari(
     observations and its last step's ``obs_next``); ``env_id`` is the gymnasium id recorded
     as the dataset's environment (its spaces are the dataset's). Through
     ``minari.create_dataset_from_buffers``: h5py only, no jax.
+
+    With ``raw_actions`` (default) the buffer holds raw policy actions, and bounded ``Box``
+    actions are written in the environment's units, ``a = low + (raw + 1) (high - low) / 2``
+    (:func:`load_minari` maps them back).
     """
     import warnings
 
+    import gymnasium as gym
+
     minari = _minari()
     from minari.data_collector import EpisodeBuffer
+
+    try:
+        probe = gym.make(env_id)
+    except Exception as err:
+        if type(err).__module__ != "gymnasium.error":
+            raise
+        raise DatasetError(f"export_minari: env_id {env_id!r}: {err}") from err
+    box = _box_scale(probe.action_space) if raw_actions else None
+    probe.close()
 
     if len(buffer) == 0:
         raise DatasetError(f"export_minari: expected a non-empty buffer, got {len(buffer)} rows")
@@ -379,6 +417,9 @@ def export_minari(
         obs = np.asarray(rows.obs)
         last_next = np.asarray(rows.obs_next)[-1:]
         act = np.asarray(rows.act)
+        if box is not None:
+            low, high = box
+            act = (low + (act + 1.0) * (high - low) / 2.0).astype(act.dtype, copy=False)
         episodes.append(
             EpisodeBuffer(
                 id=i,

@@ -145,6 +145,9 @@ def test_minari_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
     ds = minari.load_dataset("tdrl/pendulum/test-v0")
     assert ds.total_episodes == 3 and ds.total_steps == n
+    # Minari holds the env's actions (Pendulum: [-2, 2]); tdrl's buffer the raw [-1, 1] ones
+    stored = np.concatenate([np.asarray(e.actions) for e in ds.iterate_episodes()])
+    np.testing.assert_allclose(stored, 2.0 * act, rtol=1e-6)
     assert ds.spec.env_spec is not None and ds.spec.env_spec.id == "Pendulum-v1"
     with pytest.raises(DatasetError, match="exists"):
         export_minari(buf, "tdrl/pendulum/test-v0", "Pendulum-v1")
