@@ -49,7 +49,10 @@ def vbuf() -> VectorReplayBuffer:
             {"obs": np.zeros((2, 4), np.float32)},
             r"obs: expected per-transition shape \(3,\), got \(4,\)",
         ),
-        ({"act": np.zeros(2, np.float64)}, r"act: expected dtype int64, got float64"),
+        (
+            {"act": np.zeros(2, np.float64)},
+            r"act: expected dtype int64, got float64 \(float values into an integer column\)",
+        ),
         ({"terminated": np.zeros((2, 2), bool)}, r"terminated: expected shape \(2,\)"),
         ({"obs": np.array(["a", "b"])}, r"obs: expected a numeric or boolean array"),
     ],

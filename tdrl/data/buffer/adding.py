@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from tdrl.data.buffer.schema import REQUIRED_KEYS, Key, flatten_batch
+from tdrl.data.buffer.schema import REQUIRED_KEYS, Key, check_missing, flatten_batch
 from tdrl.data.buffer.storage import EpisodeStorage
 
 _RING0 = np.zeros(1, dtype=np.int64)
@@ -143,7 +143,10 @@ class AddMixin:
         ``ReplayBuffer`` takes one non-stacked transition and a vector buffer one per
         sub-buffer. ``done`` is recomputed as ``terminated | truncated``. ``ep_rew`` and
         ``ep_len`` are 0 unless the episode ended; ``ep_idx`` is the episode start.
-        Bad input raises before anything is written.
+        Bad input raises before anything is written: a key that earlier adds stored
+        missing (:class:`~tdrl.data.buffer.schema.BufferKeyError`; keys under ``info`` and
+        ``policy`` may come and go, stored as zeros when absent, as in Tianshou), or a
+        value of another per-transition shape or dtype kind than its column (``ValueError``).
         """
         st = self._storage
         plan = self._fast_plan
@@ -233,6 +236,8 @@ class AddMixin:
             return _EMPTY, np.zeros(0), _EMPTY, _EMPTY
         if ("terminated",) not in out or ("truncated",) not in out:
             raise ValueError("terminated/truncated: expected arrays of flags, got nested values")
+        if st.columns:
+            check_missing(st.columns, out)
         st.check(out)
         done = out[("terminated",)] | out[("truncated",)]
         res = st.write_step(sel, out, done, out[("rew",)])

@@ -29,6 +29,60 @@ RESERVED_KEYS = (
     "policy",
 )
 REQUIRED_KEYS = ("obs", "act", "rew", "terminated", "truncated")
+# Groups whose keys may come and go between adds (a missing one is stored as zeros, as in
+# Tianshou): env infos vary from step to step, and random-action steps carry no policy data.
+OPTIONAL_GROUPS = ("info", "policy")
+
+_KIND_NAMES = {"b": "bool", "i": "integer", "u": "integer", "f": "float", "c": "complex"}
+
+
+class BufferKeyError(KeyError, ValueError):
+    """A buffer write lacks a key (column) the buffer holds.
+
+    Both a ``KeyError`` and a ``ValueError``; its message is printed as is (no quotes).
+
+    >>> err = BufferKeyError("obs_next: missing")
+    >>> isinstance(err, KeyError) and isinstance(err, ValueError), str(err)
+    (True, 'obs_next: missing')
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def dtype_kind(dtype: np.dtype) -> str:
+    """The kind of ``dtype`` a column keeps: ``bool``, ``integer``, ``float`` or ``complex``.
+
+    >>> dtype_kind(np.dtype(np.uint8)), dtype_kind(np.dtype(np.float32))
+    ('integer', 'float')
+    """
+    return _KIND_NAMES.get(dtype.kind, dtype.kind)
+
+
+def check_missing(columns: Any, keys: Any) -> None:
+    """Raise :class:`BufferKeyError` if ``keys`` (of one write) lack a stored column.
+
+    ``done`` (recomputed) and keys under :data:`OPTIONAL_GROUPS` may be absent.
+
+    Example:
+        >>> check_missing([("obs",), ("obs_next",), ("done",)], [("obs",)])
+        Traceback (most recent call last):
+        ...
+        tdrl.data.buffer.schema.BufferKeyError: obs_next: missing from this add; expected the \
+keys earlier adds stored ['obs', 'obs_next'], got ['obs']
+    """
+    have = set(keys)
+    missing = [
+        k for k in columns if k not in have and k != ("done",) and k[0] not in OPTIONAL_GROUPS
+    ]
+    if missing:
+        names = ", ".join(".".join(k) for k in missing)
+        stored = sorted(".".join(k) for k in columns if k != ("done",))
+        raise BufferKeyError(
+            f"{names}: missing from this add; expected the keys earlier adds stored "
+            f"{stored}, got {sorted('.'.join(k) for k in have)}"
+        )
+
 
 _WARNED_DROPPED: set[Key] = set()
 
@@ -187,11 +241,19 @@ def flatten_full_batch(batch: Any, maxsize: int) -> dict[Key, np.ndarray]:
 def check_leaf(key: Key, arr: np.ndarray, col: Any) -> None:
     """Raise if ``arr`` (rows) cannot be written into column ``col``.
 
+    The per-transition shape must match; the dtype must be of the column's kind (bool,
+    integer, float, complex; any kind under ``info``) and cast safely (``rew``: within
+    its kind).
+
     Example:
         >>> check_leaf(("obs",), np.zeros((2, 3)), np.zeros((10, 4)))
         Traceback (most recent call last):
         ...
         ValueError: obs: expected per-transition shape (4,), got (3,)
+        >>> check_leaf(("act",), np.zeros(2, np.int64), np.zeros(10, np.float32))
+        Traceback (most recent call last):
+        ...
+        ValueError: act: expected dtype float32, got int64 (integer values into a float column)
     """
     tail = tuple(col.shape[1:])
     if tuple(arr.shape[1:]) != tail:
@@ -200,6 +262,12 @@ def check_leaf(key: Key, arr: np.ndarray, col: Any) -> None:
         )
     cdt = col.dtype if isinstance(col, np.ndarray) else numpy_dtype(col.dtype)
     if arr.dtype != cdt:
+        kind, ckind = dtype_kind(arr.dtype), dtype_kind(cdt)
+        if kind != ckind and key[0] != "info":
+            raise ValueError(
+                f"{'.'.join(key)}: expected dtype {cdt}, got {arr.dtype} "
+                f"({kind} values into {'an' if ckind[0] in 'aeiou' else 'a'} {ckind} column)"
+            )
         ok = np.can_cast(arr.dtype, cdt, "same_kind" if key == ("rew",) else "safe")
         if not ok:
             raise ValueError(f"{'.'.join(key)}: expected dtype {cdt}, got {arr.dtype}")
