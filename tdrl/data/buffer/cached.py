@@ -444,7 +444,9 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
         The main buffer's class is imported from the module named in the file, so load
         only files you trust (as with pickle).
         """
-        return persist.load_cached_hdf5(cls, VectorReplayBuffer, path, device)
+        return persist.load_cached_hdf5(
+            cls, VectorReplayBuffer, path, device, buffer_base=ReplayBuffer
+        )
 
 
 def _only(batch: Batch, names: set[str]) -> Batch:
