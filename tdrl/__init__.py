@@ -24,6 +24,7 @@ _EXPORTS = {
     "PresetError": "tdrl.registry",
     "ExperimentConfig": "tdrl.launch",
     "run_experiment": "tdrl.launch",
+    "load_policy": "tdrl.checkpoint",
     # data
     "Batch": "tdrl.data",
     "ReplayBuffer": "tdrl.data",
@@ -47,7 +48,18 @@ _EXPORTS = {
     "OnPolicyTrainer": "tdrl.trainer",
     "OfflineTrainer": "tdrl.trainer",
 }
-_SUBMODULES = ("algorithm", "cli", "data", "env", "launch", "registry", "trainer", "utils")
+_SUBMODULES = (
+    "algorithm",
+    "checkpoint",
+    "cli",
+    "data",
+    "env",
+    "errors",
+    "launch",
+    "registry",
+    "trainer",
+    "utils",
+)
 
 __all__ = [
     "DQN",
@@ -70,6 +82,7 @@ __all__ = [
     "ShmemVectorEnv",
     "SubprocVectorEnv",
     "VectorReplayBuffer",
+    "load_policy",
     "make_algorithm",
     "preset",
     "run_experiment",
@@ -79,6 +92,7 @@ __all__ = [
 if TYPE_CHECKING:
     from tdrl.algorithm import DQN, PPO, SAC, Algorithm, Policy
     from tdrl.algorithm.presets import make_algorithm
+    from tdrl.checkpoint import load_policy
     from tdrl.data import (
         AsyncCollector,
         Batch,

@@ -19,16 +19,32 @@ Preset fields the launcher acts on, beside the trainer's (any preset class may h
 
 Learning-rate decay (``lr_decay``) needs no launcher: the builders give the optimizers an
 LR schedule from the preset's trainer fields (see :mod:`tdrl.presets.mujoco`).
+
+Run directories (``docs/run-directory.md``): a new run gets ``LOG_DIR/ALGO-TASK-seedS``, or
+``-2``, ``-3``, ... when that exists; ``resume`` continues the latest of them from its
+``checkpoint.pt`` (its CSV logs cut back to the checkpoint's step first), ``overwrite``
+replaces the latest. The directory is created only once everything the user gave checked out
+(preset, env id, spaces, checkpoint), so a user error leaves nothing behind. Every run writes
+``config.yaml`` (the resolved config) at its start, the CSV logs whatever the logger,
+``policy.pt`` (the final policy weights) and ``curve.png`` at its end. SIGINT and SIGTERM
+during training save ``checkpoint.pt`` and ``policy.pt`` and raise
+:class:`~tdrl.trainer.TrainingInterrupted`.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import os
 import random
+import re
+import shutil
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,13 +55,28 @@ import torch
 
 from tdrl import registry
 from tdrl.algorithm.presets import make_algorithm
-from tdrl.cli import LOGGERS, add_train_arguments
+from tdrl.checkpoint import POLICY_FILE, save_policy, write_run_config
+from tdrl.cli import LOGGERS, add_train_arguments, check_run_options
 from tdrl.data.buffer import VectorReplayBuffer
 from tdrl.data.collector import Collector
 from tdrl.env import DummyVectorEnv
+from tdrl.errors import RunDirError, UsageError
 from tdrl.registry import Preset
-from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer, TrainResult
-from tdrl.utils.logger import BaseLogger, ConsoleLogger, CSVLogger, LazyLogger
+from tdrl.trainer import (
+    OfflineTrainer,
+    OffPolicyTrainer,
+    OnPolicyTrainer,
+    TrainingInterrupted,
+    TrainResult,
+)
+from tdrl.trainer.checkpoint import read_checkpoint
+from tdrl.utils.logger import (
+    BaseLogger,
+    ConsoleLogger,
+    CSVLogger,
+    MultiLogger,
+    truncate_csv_logs,
+)
 from tdrl.utils.normalize import VectorEnvNormObs
 
 __all__ = [
@@ -60,6 +91,8 @@ __all__ = [
     "make_logger",
     "parse_overrides",
     "recipe_main",
+    "resolve_run_dir",
+    "run_dirs",
     "run_experiment",
     "seed_everything",
     "warmup_steps",
@@ -77,7 +110,9 @@ class ExperimentConfig:
     fields (``epochs`` ...) win over it. ``dataset`` (an HDF5 file or ``minari:NAME``) is
     what offline and imitation algorithms learn from (:func:`tdrl.data.datasets.load_dataset`);
     ``icm`` wraps the algorithm in the intrinsic curiosity module
-    (:func:`tdrl.presets.icm.apply_icm`).
+    (:func:`tdrl.presets.icm.apply_icm`). ``resume`` continues the latest run directory
+    of this algorithm, task and seed (or ``run_dir`` when given) from its checkpoint;
+    ``overwrite`` replaces the latest one instead of starting ``-2``, ``-3``, ...
 
     >>> ExperimentConfig("ppo", "CartPole-v1").run_name().startswith("ppo-CartPole-v1-seed0")
     True
@@ -101,6 +136,8 @@ class ExperimentConfig:
     overrides: dict[str, Any] = field(default_factory=dict)
     dataset: str | None = None
     icm: bool = False
+    overwrite: bool = False
+    run_dir: str | None = None
 
     def run_name(self) -> str:
         """A directory name unique to the algorithm, task and seed."""
@@ -126,27 +163,26 @@ def seed_everything(seed: int) -> None:
 def make_logger(kind: str, run_dir: Path, config: dict[str, Any]) -> BaseLogger:
     """A logger of the given kind writing into ``run_dir`` (W&B: offline unless asked).
 
-    Training stats are logged after every collect, test stats after every test and losses
-    every 100 gradient steps.
+    Whatever the kind, the run's CSV files are written (``none``: only them; the others
+    write beside them), so every run can be plotted. Training stats are logged after every
+    collect, test stats after every test and losses every 100 gradient steps.
     """
     if kind not in LOGGERS:
         raise ValueError(f"logger must be one of {LOGGERS}, got {kind!r}")
     every = {"train_interval": 1, "test_interval": 1, "update_interval": 100}
-    logger: BaseLogger
-    if kind == "csv":
-        logger = CSVLogger(run_dir)
-    elif kind == "console":
-        logger = ConsoleLogger()
+    csv_logger = CSVLogger(run_dir)  # every run keeps its CSV: tdrl plot reads any run
+    backend: BaseLogger | None = None
+    if kind == "console":
+        backend = ConsoleLogger()
     elif kind == "tensorboard":
         from tdrl.utils.logger import TensorboardLogger
 
-        logger = TensorboardLogger(str(run_dir))
+        backend = TensorboardLogger(str(run_dir))
     elif kind == "wandb":
         from tdrl.utils.logger import WandbLogger
 
-        logger = WandbLogger(project="tdrl", name=run_dir.name, config=config, dir=run_dir)
-    else:
-        logger = LazyLogger()
+        backend = WandbLogger(project="tdrl", name=run_dir.name, config=config, dir=run_dir)
+    logger: BaseLogger = csv_logger if backend is None else MultiLogger([csv_logger, backend])
     for key, value in every.items():
         setattr(logger, key, value)
     return logger
@@ -254,6 +290,101 @@ def make_train_fn(preset: Any, algorithm: Any, buffer: Any) -> Any:
     return train_fn
 
 
+_RUN_SUFFIX = re.compile(r"-(\d+)$")
+
+
+def run_dirs(log_dir: str | os.PathLike[str], name: str) -> list[Path]:
+    """The existing run directories of run name ``name`` under ``log_dir``, oldest first:
+    ``name``, then ``name-2``, ``name-3``, ... (by number).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> for n in ("ppo-CartPole-v1-seed0", "ppo-CartPole-v1-seed0-10",
+    ...           "ppo-CartPole-v1-seed0-2", "ppo-CartPole-v1-seed01"):
+    ...     (d / n).mkdir()
+    >>> [p.name for p in run_dirs(d, "ppo-CartPole-v1-seed0")]
+    ['ppo-CartPole-v1-seed0', 'ppo-CartPole-v1-seed0-2', 'ppo-CartPole-v1-seed0-10']
+    """
+    root = Path(log_dir)
+    if not root.is_dir():
+        return []
+    found: list[tuple[int, Path]] = []
+    for p in root.iterdir():
+        if not p.is_dir():
+            continue
+        if p.name == name:
+            found.append((1, p))
+        elif p.name.startswith(name + "-"):
+            m = _RUN_SUFFIX.fullmatch(p.name[len(name) :])
+            if m and int(m.group(1)) >= 2:
+                found.append((int(m.group(1)), p))
+    return [p for _, p in sorted(found)]
+
+
+def resolve_run_dir(cfg: ExperimentConfig) -> Path:
+    """The run directory ``cfg`` trains in (not created here; see :func:`run_dirs`).
+
+    New run: ``LOG_DIR/ALGO-TASK-seedS``, or the next free ``-N``; ``overwrite``: the
+    latest existing one (replaced when the run starts); ``resume``: ``cfg.run_dir`` or the
+    latest existing one, which must hold a ``checkpoint.pt``
+    (:class:`~tdrl.errors.RunDirError` otherwise).
+    """
+    if cfg.resume and cfg.overwrite:
+        raise UsageError("--overwrite: expected either --resume or --overwrite, got both")
+    name = cfg.run_name()
+    if cfg.run_dir is not None:
+        path = Path(cfg.run_dir)
+        if cfg.resume and not (path / "checkpoint.pt").is_file():
+            raise RunDirError(
+                f"--resume: expected a checkpoint {path / 'checkpoint.pt'}, found none"
+            )
+        return path
+    existing = run_dirs(cfg.log_dir, name)
+    if cfg.resume:
+        if not existing:
+            raise RunDirError(
+                f"--resume: expected a run directory {Path(cfg.log_dir) / name} with a "
+                "checkpoint.pt, found none"
+            )
+        latest = existing[-1]
+        if not (latest / "checkpoint.pt").is_file():
+            raise RunDirError(
+                f"--resume: expected a checkpoint {latest / 'checkpoint.pt'}, found none "
+                "(--checkpoint saves one after every epoch, Ctrl-C saves one)"
+            )
+        return latest
+    if cfg.overwrite and existing:
+        return existing[-1]
+    if not existing:
+        return Path(cfg.log_dir) / name
+    last = _RUN_SUFFIX.search(existing[-1].name[len(name) :])
+    return Path(cfg.log_dir) / f"{name}-{int(last.group(1)) + 1 if last else 2}"
+
+
+@contextlib.contextmanager
+def _interrupt_handlers(trainer: Any) -> Iterator[None]:
+    """While training: SIGINT/SIGTERM ask the trainer to stop at the next step boundary
+    (a second signal interrupts at once). Only in the main thread, where signals arrive."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[signal.Signals, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if trainer._interrupt is not None:  # second signal: stop now
+            raise KeyboardInterrupt(name)
+        trainer.request_interrupt(name)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
 @dataclass
 class Experiment:
     """Everything :func:`build_experiment` assembled for one run; :meth:`run` trains it.
@@ -287,16 +418,39 @@ class Experiment:
             self.train_envs.close()
         self.test_envs.close()
 
+    def save_policy(self) -> Path:
+        """Write ``RUN_DIR/policy.pt``: the policy's weights (and the observation
+        normalizer's statistics when the run normalizes), for :func:`tdrl.load_policy`."""
+        obs_rms = getattr(self.train_envs, "obs_rms", None) or getattr(
+            self.test_envs, "obs_rms", None
+        )
+        return save_policy(
+            self.algorithm.policy,
+            self.run_dir / POLICY_FILE,
+            self.cfg.algo,
+            self.preset.task,
+            obs_rms=obs_rms,
+        )
+
     def run(self) -> TrainResult:
-        """Train, close the envs, draw the curve (CSV logs) and print the summary line:
-        ``ALGO on TASK: best test return X ± Y (epoch E), N env steps, T s; logs in DIR``
-        (offline: ``N gradient steps``)."""
+        """Train, close the envs, save ``policy.pt``, draw ``curve.png`` and print the
+        summary line: ``ALGO on TASK: best test return X ± Y (epoch E), N env steps, T s;
+        logs in DIR`` (offline: ``N gradient steps``).
+
+        SIGINT/SIGTERM end training at the next step: ``checkpoint.pt`` and ``policy.pt``
+        are saved and :class:`~tdrl.trainer.TrainingInterrupted` is raised.
+        """
         cfg = self.cfg
         start = time.perf_counter()
         try:
-            result: TrainResult = self.trainer.run()
+            with _interrupt_handlers(self.trainer):
+                result: TrainResult = self.trainer.run()
+        except TrainingInterrupted:
+            self.save_policy()
+            raise
         finally:
             self.close()
+        self.save_policy()
         steps = (
             f"{result.gradient_step} gradient steps"
             if self.offline
@@ -307,11 +461,14 @@ class Experiment:
             f"± {result.best_reward_std:.1f} (epoch {result.best_epoch}), "
             f"{steps}, {time.perf_counter() - start:.1f} s; logs in {self.run_dir}"
         )
-        if cfg.plot and cfg.logger == "csv":
+        if cfg.plot:
             from tdrl.utils.plot import plot_runs
 
-            out = plot_runs([self.run_dir], key=CURVE_KEY, out=self.run_dir / "curve.png")
-            print(f"learning curve: {out}", flush=True)
+            try:
+                out = plot_runs([self.run_dir], key=CURVE_KEY, out=self.run_dir / "curve.png")
+                print(f"learning curve: {out}", flush=True)
+            except (FileNotFoundError, KeyError, ValueError) as exc:  # e.g. nothing tested
+                print(f"no learning curve: {exc}", flush=True)
         print(summary, flush=True)  # the last line of every run
         return result
 
@@ -353,13 +510,45 @@ def _load_dataset(cfg: ExperimentConfig, spec: registry.Entry) -> Any:
     return load_dataset(cfg.dataset)
 
 
+def run_options(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The run options ``config.yaml`` records beside the preset (what ``tdrl train
+    --config`` reads back)."""
+    return {
+        "algo": cfg.algo,
+        "task": cfg.task,
+        "seed": cfg.seed,
+        "device": cfg.device,
+        "logger": cfg.logger,
+        "logdir": cfg.log_dir,
+        "checkpoint": cfg.checkpoint,
+        "dataset": cfg.dataset,
+        "icm": cfg.icm,
+    }
+
+
+def _start_run_dir(cfg: ExperimentConfig, run_dir: Path, resume_state: Any) -> bool:
+    """Create (or, resuming, prepare) the run directory; return whether it is new."""
+    if resume_state is not None:
+        t = resume_state["trainer"]
+        truncate_csv_logs(run_dir, int(t["epoch"]), int(t["env_step"]), int(t["gradient_step"]))
+        return False
+    if cfg.overwrite and run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=cfg.run_dir is not None)
+    return True
+
+
 def build_experiment(cfg: ExperimentConfig) -> Experiment:
     """Assemble envs, algorithm, collectors, buffer, logger and trainer for ``cfg``.
 
-    A task without a preset for the algorithm, a bad override or an action space the
-    algorithm cannot handle raises :class:`~tdrl.registry.PresetError` before anything is
-    written. The random warm-up (off-policy presets) is collected here.
+    A task without a preset for the algorithm, a bad override, an unknown env id, an action
+    space the algorithm cannot handle, a missing or corrupt checkpoint to resume: each
+    raises (:class:`~tdrl.registry.PresetError`, :class:`~tdrl.errors.UsageError`,
+    gymnasium's error) before anything is written. The run directory is then created
+    (:func:`resolve_run_dir`) with its ``config.yaml``, and the random warm-up (off-policy
+    presets) is collected.
     """
+    check_run_options(seed=cfg.seed, logger=cfg.logger)
     preset: Any = _preset(cfg)  # fields of the algorithm's preset class
     spec = registry.entry(cfg.algo, preset.task)
     if spec.needs_dataset and cfg.dataset is None:
@@ -367,12 +556,15 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
             f"{cfg.algo} learns from a dataset: expected --dataset FILE.hdf5 (or minari:NAME), "
             "got none"
         )
+    run_dir = resolve_run_dir(cfg)
+    resume_state = read_checkpoint(run_dir / "checkpoint.pt") if cfg.resume else None
     seed_everything(cfg.seed)
     if "OMP_NUM_THREADS" not in os.environ:
         # small RL networks: one intra-op thread is faster, and far faster on a busy CPU
         torch.set_num_threads(1)
     dataset = _load_dataset(cfg, spec)
     train_envs, test_envs = _make_envs(cfg, preset, spec)
+    created = False
     try:
         algorithm = make_algorithm(
             cfg.algo,
@@ -392,27 +584,64 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
                 test_envs.observation_space[0],
                 test_envs.action_space[0],
             )
+        if isinstance(train_envs, NormObsDummyVectorEnv):
+            # checkpointed (and restored in place) with the algorithm's state_dict
+            algorithm.add_module("obs_rms", train_envs.obs_rms)
+        explicit_warmup = "warmup_steps" in cfg.overrides
+        warmup = warmup_steps(preset, explicit=explicit_warmup) if spec.trainer != "offline" else 0
+        if hasattr(preset, "warmup_steps"):  # config.yaml records the warm-up it does
+            preset = preset.replace(warmup_steps=warmup)
+        created = _start_run_dir(cfg, run_dir, resume_state)
+        write_run_config(run_dir, run_options(cfg), preset)
+        experiment = _assemble(
+            cfg,
+            preset,
+            spec,
+            algorithm,
+            train_envs,
+            test_envs,
+            dataset,
+            run_dir,
+            warmup,
+            resume_state,
+        )
     except BaseException:
         if train_envs is not None:
             train_envs.close()
         test_envs.close()
+        if created:
+            shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    if isinstance(train_envs, NormObsDummyVectorEnv):
-        # checkpointed (and restored in place) with the algorithm's state_dict
-        algorithm.add_module("obs_rms", train_envs.obs_rms)
-    run_dir = Path(cfg.log_dir) / cfg.run_name()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    return experiment
+
+
+def _assemble(
+    cfg: ExperimentConfig,
+    preset: Any,
+    spec: registry.Entry,
+    algorithm: Any,
+    train_envs: Any,
+    test_envs: Any,
+    dataset: Any,
+    run_dir: Path,
+    warmup: int,
+    resume_state: Any,
+) -> Experiment:
+    """Collectors, buffer, logger and trainer of :func:`build_experiment`."""
     noisy = spec.exploration_noise  # e.g. DQN: epsilon-greedy in training, eps_test in tests
     train: Collector | None = None
     buffer: Any = None
     if spec.trainer != "offline":
         buffer = make_buffer(preset)
         train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
-    test = Collector(algorithm.policy, test_envs, exploration_noise=noisy)
+    # the test collector only counts returns: a buffer of 2 steps per env is enough (its
+    # default of 10k steps per env made checkpoints 80 MB)
+    test_buffer = VectorReplayBuffer(2 * preset.test_num, preset.test_num)
+    test = Collector(algorithm.policy, test_envs, test_buffer, exploration_noise=noisy)
     if train is not None:
         train.reset(seed=cfg.seed)
     test.reset(seed=cfg.seed + 100_000)
-    checkpoint = run_dir / "checkpoint.pt" if cfg.checkpoint or cfg.resume else None
+    checkpoint = run_dir / "checkpoint.pt"
     logger = make_logger(cfg.logger, run_dir, dataclasses.asdict(cfg))
     threshold = preset.threshold
     stop_fn = None if threshold is None else (lambda best: best >= threshold)
@@ -420,8 +649,9 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
         test_collector=test,
         stop_fn=stop_fn,
         logger=logger,
-        checkpoint_path=checkpoint,
+        checkpoint_path=checkpoint if cfg.checkpoint or cfg.resume else None,
         resume=cfg.resume,
+        interrupt_checkpoint_path=checkpoint,
         show_progress=cfg.show_progress,
     )
     if train is None:
@@ -430,8 +660,7 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
             kwargs.pop(name, None)
         trainer: Any = OfflineTrainer(algorithm, dataset, **common, **kwargs)
     else:
-        warmup = warmup_steps(preset, explicit="warmup_steps" in cfg.overrides)
-        if warmup and not (cfg.resume and (run_dir / "checkpoint.pt").exists()):
+        if warmup and resume_state is None:
             train.collect(n_step=warmup, random=True)
         trainer = TRAINERS[spec.trainer](
             algorithm,
@@ -442,6 +671,7 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
             **common,
             **preset.trainer_kwargs(),
         )
+    trainer.resume_state = resume_state
     return Experiment(
         cfg,
         preset,
@@ -507,12 +737,14 @@ def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> E
         log_dir=args.logdir,
         device=args.device,
         checkpoint=args.checkpoint,
-        resume=args.resume,
+        resume=bool(args.resume),
         show_progress=not args.no_progress,
         plot=not args.no_plot,
         overrides=parse_overrides(getattr(args, "set", None)),
         dataset=getattr(args, "dataset", None),
         icm=bool(getattr(args, "icm", False)),
+        overwrite=bool(getattr(args, "overwrite", False)),
+        run_dir=args.resume if isinstance(args.resume, str) else None,
     )
 
 

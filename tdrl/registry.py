@@ -31,8 +31,12 @@ called, and one :func:`register` call per task family it has been tuned for. Add
 preset for an existing algorithm is one :func:`register` call. DQN, PPO and SAC are
 registered below, with builders in :mod:`tdrl.algorithm.presets`.
 
-Stop thresholds: :data:`STOP_THRESHOLDS` wins; a task it does not list takes gymnasium's
-``reward_threshold`` (looked up when asked); with neither, training never stops early.
+Stop thresholds (:func:`task_threshold`): :data:`STOP_THRESHOLDS` wins, then the threshold a
+preset was registered with for its own task, then gymnasium's ``reward_threshold`` (looked up
+when asked); with none, training runs all its epochs. Budgets (``max_epochs``,
+``step_per_epoch``) are the fields of the preset registered for the task's family (or for
+the task itself). A run never stops before it trained: the trainer tests the threshold only
+after its first gradient step.
 """
 
 from __future__ import annotations
@@ -60,10 +64,13 @@ __all__ = [
     "default_task",
     "entry",
     "families",
+    "field_kinds",
+    "field_text",
     "preset",
     "register",
     "stop_threshold",
     "task_family",
+    "task_threshold",
 ]
 
 FAMILIES: tuple[str, ...] = ("classic", "mujoco", "atari")
@@ -120,7 +127,15 @@ _P = TypeVar("_P", bound="Preset")
 
 
 class PresetError(ValueError):
-    """A preset that does not exist, a bad preset field, or spaces an algorithm cannot use."""
+    """A preset that does not exist, a bad preset field, or spaces an algorithm cannot use.
+
+    :param field: the preset field the error is about (``None`` if it is about no single
+        field); the command line maps it to the flag the user gave.
+    """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def _base_name(task: str) -> str:
@@ -190,6 +205,10 @@ _POS: _Rule = ("> 0", lambda v: v > 0)
 _NONNEG: _Rule = (">= 0", lambda v: v >= 0)
 _UNIT: _Rule = ("in [0, 1]", lambda v: 0 <= v <= 1)
 _OPEN_UNIT: _Rule = ("in (0, 1]", lambda v: 0 < v <= 1)
+MAX_ENVS = 1024
+"""The most training or test envs a run may ask for (each is a Python object stepped in
+this process)."""
+_ENVS: _Rule = (f"in [1, {MAX_ENVS}]", lambda v: 1 <= v <= MAX_ENVS)
 
 _RULES: dict[str, _Rule] = {
     # learning
@@ -211,8 +230,8 @@ _RULES: dict[str, _Rule] = {
     "target_update_freq": _NONNEG,
     # data collection and trainer
     "buffer_size": _POS,
-    "training_num": _POS,
-    "test_num": _POS,
+    "training_num": _ENVS,
+    "test_num": _ENVS,
     "warmup_steps": _NONNEG,
     "max_epochs": _POS,
     "step_per_epoch": _POS,
@@ -297,7 +316,8 @@ class Preset:
             if key not in names:
                 raise PresetError(
                     f"{cls.algo} preset field {key!r}: expected one of the fields "
-                    f"{', '.join(sorted(names))}, got unknown field {key!r} = {kwargs[key]!r}"
+                    f"{', '.join(sorted(names))}, got unknown field {key!r} = {kwargs[key]!r}",
+                    field=key,
                 )
         return super().__new__(cls)
 
@@ -312,7 +332,8 @@ class Preset:
             if not ok:
                 want = f"{text} {rule[0]}" if rule is not None else text
                 raise PresetError(
-                    f"{self.algo} preset field {name!r}: expected {want}, got {value!r}"
+                    f"{self.algo} preset field {name!r}: expected {want}, got {value!r}",
+                    field=name,
                 )
             object.__setattr__(self, name, value)
 
@@ -466,17 +487,21 @@ class Entry:
         """Import and return the builder."""
         return _import(self.builder)  # type: ignore[no-any-return]
 
-    def make_env(self, task: str, preset: Preset | None = None, training: bool = True) -> Any:
-        """``gymnasium.make(task)``, wrapped by :attr:`env_wrapper` if the entry has one.
+    def make_env(
+        self, task: str, preset: Preset | None = None, training: bool = True, **make_kwargs: Any
+    ) -> Any:
+        """``gymnasium.make(task, **make_kwargs)``, wrapped by :attr:`env_wrapper` if the
+        entry has one.
 
         The wrapper's module is imported first (it may register env ids, as ale-py's);
         ``training=False`` (test envs) reaches wrappers that take a ``training`` argument
-        (Atari: no episodic life, no reward clipping).
+        (Atari: no episodic life, no reward clipping). ``make_kwargs``: e.g.
+        ``render_mode="rgb_array"`` (``tdrl eval --video``).
         """
         import gymnasium
 
         wrap = _import(self.env_wrapper) if self.env_wrapper is not None else None
-        env = gymnasium.make(task)
+        env = gymnasium.make(task, **make_kwargs)
         if wrap is not None:
             p = preset if preset is not None else self.preset
             takes_training = "training" in inspect.signature(wrap).parameters
@@ -620,10 +645,59 @@ def preset(algo: str, task: str | None = None, **overrides: Any) -> Preset:
     tdrl.registry.PresetError: sac preset field 'batch_size': expected an int > 0, got 0
     """
     task = task or default_task(algo)
-    base = entry(algo, task).preset
+    e = entry(algo, task)
     if "threshold" not in overrides:
-        overrides["threshold"] = stop_threshold(task)
-    return base.replace(task=task, **overrides)
+        overrides["threshold"] = task_threshold(algo, task)
+    return e.preset.replace(task=task, **overrides)
+
+
+def task_threshold(algo: str, task: str) -> float | None:
+    """The stop threshold of ``algo`` on ``task``: :data:`STOP_THRESHOLDS`, else the
+    threshold the registry entry's preset was registered with for that very task (its own
+    ``task``), else gymnasium's ``reward_threshold``, else ``None`` (run every epoch).
+
+    >>> task_threshold("sac", "Pendulum-v1"), task_threshold("sac", "Hopper-v5")
+    (-250.0, 3800.0)
+    >>> task_threshold("sac", "Walker2d-v5") is None
+    True
+    """
+    if task in STOP_THRESHOLDS:
+        return STOP_THRESHOLDS[task]
+    own = entry(algo, task).preset
+    if own.task == task and own.threshold is not None:
+        return float(own.threshold)
+    return stop_threshold(task)
+
+
+def field_kinds(cls: type[Preset]) -> dict[str, tuple[str, bool]]:
+    """``{field: (kind, optional)}`` of a preset class, ``kind`` one of ``"bool"``,
+    ``"int"``, ``"float"``, ``"str"``, ``"tuple"``; ``optional`` if ``None`` is allowed.
+    What the command line builds its flags from (``--hidden-sizes 64 64``).
+
+    >>> field_kinds(DQNPreset)["hidden_sizes"], field_kinds(DQNPreset)["threshold"]
+    (('tuple', False), ('float', True))
+    """
+    out: dict[str, tuple[str, bool]] = {}
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp, optional = hints[f.name], False
+        args = typing.get_args(tp)
+        if args and type(None) in args:
+            (tp,) = [a for a in args if a is not type(None)]
+            optional = True
+        kind = "tuple" if typing.get_origin(tp) is tuple else getattr(tp, "__name__", str(tp))
+        out[f.name] = (kind, optional)
+    return out
+
+
+def field_text(cls: type[Preset], name: str) -> str:
+    """What a field of ``cls`` expects, as in its error messages ("an int > 0").
+
+    >>> field_text(DQNPreset, "lr"), field_text(DQNPreset, "training_num")
+    ('a float > 0', 'an int in [1, 1024]')
+    """
+    text, _, rule = _schema(cls)[name]
+    return f"{text} {rule[0]}" if rule is not None else text
 
 
 _PRESETS = "tdrl.algorithm.presets"

@@ -1,6 +1,6 @@
 """Trainers: the on-policy, off-policy and offline training loops."""
 
-from tdrl.trainer.base import BaseTrainer
+from tdrl.trainer.base import BaseTrainer, TrainingInterrupted
 from tdrl.trainer.offline import OfflineTrainer
 from tdrl.trainer.online import OffPolicyTrainer, OnlineTrainer, OnPolicyTrainer
 from tdrl.trainer.result import TrainingTiming, TrainResult
@@ -12,5 +12,6 @@ __all__ = [
     "OnPolicyTrainer",
     "OnlineTrainer",
     "TrainResult",
+    "TrainingInterrupted",
     "TrainingTiming",
 ]

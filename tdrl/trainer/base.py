@@ -3,7 +3,15 @@
 An epoch is ``step_per_epoch`` training steps (env steps for online trainers, gradient steps
 for the offline one) shown in one progress bar, followed by a test phase of
 ``episode_per_test`` episodes. The best mean test return is tracked; ``stop_fn`` is evaluated
-on it after every test (and on training returns when ``test_in_train``), as in Tianshou.
+on it after every test (and on training returns when ``test_in_train``), as in Tianshou,
+except that a run never stops before it trained: the initial test of an untrained policy
+cannot end it (Tianshou stops there when the random policy already reaches the threshold,
+reporting success for 0 steps of training), nor can a training return before the first
+gradient step.
+
+:meth:`BaseTrainer.request_interrupt` (what the launcher's SIGINT/SIGTERM handler calls)
+ends the run at the next training-step boundary: a checkpoint of that point is written and
+:class:`TrainingInterrupted` raised; resuming from it continues inside the epoch.
 """
 
 from __future__ import annotations
@@ -39,6 +47,21 @@ def _flat_stats(stats: CollectStats) -> dict[str, float]:
     return out
 
 
+class TrainingInterrupted(Exception):
+    """Training ended by :meth:`BaseTrainer.request_interrupt` (Ctrl-C, SIGTERM).
+
+    :param reason: what asked (``"SIGINT"``, ``"SIGTERM"``, ...).
+    :param checkpoint: where the state at the interruption was saved (``None``: nowhere).
+    :param result: the counters and best score so far.
+    """
+
+    def __init__(self, reason: str, checkpoint: Path | None, result: TrainResult) -> None:
+        super().__init__(f"training interrupted ({reason})")
+        self.reason = reason
+        self.checkpoint = checkpoint
+        self.result = result
+
+
 class BaseTrainer(ABC):
     """Run epochs of training steps and tests; subclasses define one training step.
 
@@ -60,6 +83,8 @@ class BaseTrainer(ABC):
             counters) there at the end of every epoch.
         resume: continue from ``checkpoint_path`` if it exists; the resumed run reproduces
             the uninterrupted one exactly on CPU (in-process envs).
+        interrupt_checkpoint_path: where :meth:`request_interrupt` saves the run (default:
+            ``checkpoint_path``; with neither, an interrupted run is not saved).
         logger: a ``tdrl.utils.logger`` logger (default: log nothing).
         show_progress: draw a progress bar per epoch.
         verbose: print a one-line summary per epoch.
@@ -81,6 +106,7 @@ class BaseTrainer(ABC):
         resume_from_log: bool = False,
         checkpoint_path: str | Path | None = None,
         resume: bool = False,
+        interrupt_checkpoint_path: str | Path | None = None,
         logger: BaseLogger | None = None,
         show_progress: bool = True,
         verbose: bool = True,
@@ -107,13 +133,33 @@ class BaseTrainer(ABC):
         self.resume = resume
         if resume and self.checkpoint_path is None:
             raise ValueError("resume=True needs a checkpoint_path")
+        self.interrupt_checkpoint_path = (
+            Path(interrupt_checkpoint_path)
+            if interrupt_checkpoint_path is not None
+            else self.checkpoint_path
+        )
         self.logger = logger if logger is not None else LazyLogger()
         self.show_progress = show_progress
         self.verbose = verbose
         self.result = TrainResult()
         self.loss_stats: dict[str, MovAvg] = {}
+        self.resume_state: dict[str, Any] | None = None
+        """The checkpoint's contents, when already read (``checkpoint.read_checkpoint``)."""
         self._stop = False
         self._initialized = False
+        self._interrupt: str | None = None
+        self._epoch_progress = 0  # training steps done in the current (unfinished) epoch
+        self._resume_progress = 0  # ... restored from a mid-epoch checkpoint
+
+    def request_interrupt(self, reason: str = "interrupt") -> None:
+        """Ask the run to stop at the next training-step boundary, saving a checkpoint
+        (safe to call from a signal handler)."""
+        self._interrupt = reason
+
+    @property
+    def trained(self) -> bool:
+        """Whether at least one gradient step happened (a stop test may end the run)."""
+        return self.result.gradient_step > 0
 
     # ----------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
@@ -128,6 +174,7 @@ class BaseTrainer(ABC):
             "best_reward_std": r.best_reward_std,
             "best_epoch": r.best_epoch,
             "loss_stats": {k: v.state_dict() for k, v in self.loss_stats.items()},
+            "epoch_progress": self._epoch_progress,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -141,6 +188,7 @@ class BaseTrainer(ABC):
         for k, v in state.get("loss_stats", {}).items():
             self.loss_stats[k] = MovAvg()
             self.loss_stats[k].load_state_dict(v)
+        self._resume_progress = int(state.get("epoch_progress", 0))
         self._initialized = True
 
     # ----------------------------------------------------------------- phases
@@ -195,21 +243,31 @@ class BaseTrainer(ABC):
 
     def _run_epoch(self) -> None:
         r = self.result
-        r.epoch += 1
-        done = 0
+        if self._resume_progress:  # continue the epoch a mid-epoch checkpoint cut
+            done, self._resume_progress = self._resume_progress, 0
+        else:
+            r.epoch += 1
+            done = 0
         with progress_bar(
             total=self.step_per_epoch, desc=f"Epoch #{r.epoch}", disable=not self.show_progress
         ) as bar:
+            bar.update(done)
             while done < self.step_per_epoch and not self._stop:
+                if self._interrupt is not None:
+                    self._epoch_progress = done
+                    if done == 0:  # nothing of this epoch ran: resume starts it afresh
+                        r.epoch -= 1
+                    return
                 if self.train_fn:
                     self.train_fn(r.epoch, r.env_step)
                 progress, postfix = self._training_step()
                 done += progress
                 bar.update(progress)
                 bar.set_postfix(postfix)
+        self._epoch_progress = 0
         if not self._stop and self.test_collector is not None:
             stats = self._test_step()
-            if self.stop_fn and self.stop_fn(r.best_reward):
+            if self.stop_fn and self.trained and self.stop_fn(r.best_reward):
                 self._stop = True
             if self.verbose:
                 mean = stats.returns_stat.mean if stats.returns_stat else float("nan")
@@ -224,19 +282,41 @@ class BaseTrainer(ABC):
             save_checkpoint(self, self.checkpoint_path)
 
     def run(self) -> TrainResult:
-        """Train until ``max_epochs`` or until ``stop_fn`` holds; return the result."""
+        """Train until ``max_epochs`` or until ``stop_fn`` holds; return the result.
+
+        Raises :class:`TrainingInterrupted` (after saving a checkpoint) when
+        :meth:`request_interrupt` was called.
+        """
         start = time.perf_counter()
         if not self._initialized:
-            if self.resume and self.checkpoint_path is not None and self.checkpoint_path.exists():
-                load_checkpoint(self, self.checkpoint_path)
+            path = self.checkpoint_path
+            if self.resume and path is not None and (self.resume_state or path.exists()):
+                load_checkpoint(self, path, self.resume_state)
+                self.resume_state = None
             else:
                 self.reset()
         r = self.result
-        if self.stop_fn and self.test_collector is not None and self.stop_fn(r.best_reward):
+        if (
+            self.stop_fn
+            and self.test_collector is not None
+            and self.trained  # a resumed run that already reached it
+            and not self._resume_progress
+            and self.stop_fn(r.best_reward)
+        ):
             self._stop = True
-        while r.epoch < self.max_epochs and not self._stop:
-            self._run_epoch()
+        try:
+            while (r.epoch < self.max_epochs or self._resume_progress) and not self._stop:
+                if self._interrupt is not None:
+                    break
+                self._run_epoch()
+            if self._interrupt is not None:
+                r.timing.total_time += time.perf_counter() - start
+                path = self.interrupt_checkpoint_path
+                if path is not None:
+                    save_checkpoint(self, path)
+                raise TrainingInterrupted(self._interrupt, path, r)
+        finally:
+            self.logger.finalize()
         r.stopped_early = self._stop
         r.timing.total_time += time.perf_counter() - start
-        self.logger.finalize()
         return r

@@ -2,19 +2,43 @@
 
 A checkpoint holds the algorithm (networks, target networks, optimizers, schedulers and
 normalizers: everything in its ``state_dict``), the collectors (buffers, in-process env
-snapshots, last observations, hidden states), the trainer's counters and best score, and
-the global RNG states of Python, NumPy and torch. Resuming a run from a checkpoint taken at
-the end of an epoch reproduces, on CPU, the metrics of a run that was never interrupted.
+snapshots, last observations, hidden states), the trainer's counters, best score and
+progress inside the current epoch (a run interrupted mid-epoch resumes there), the logger's
+interval bookkeeping and the global RNG states of Python, NumPy and torch. Resuming a run
+from a checkpoint reproduces, on CPU, the metrics of a run that was never interrupted.
+
+Writes are atomic: the state goes to ``checkpoint.pt.tmp``, which replaces the checkpoint
+only once complete; on any error (a full disk) the partial file is removed and the error
+re-raised, naming the checkpoint. A file that is not a tdrl checkpoint, or does not fit the
+run, is a :class:`~tdrl.errors.CheckpointError` naming it.
 """
 
 from __future__ import annotations
 
+import pickle
 import random
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from tdrl.errors import CheckpointError
+
+__all__ = [
+    "CHECKPOINT_KEYS",
+    "CheckpointError",
+    "atomic_save",
+    "load_checkpoint",
+    "read_checkpoint",
+    "rng_state",
+    "save_checkpoint",
+    "set_rng_state",
+]
+
+CHECKPOINT_KEYS = ("trainer", "algorithm", "collectors", "rng")
+"""The entries every checkpoint has (beside ``logger``)."""
 
 
 def rng_state() -> dict[str, Any]:
@@ -47,10 +71,33 @@ def _logger_state(logger: Any) -> dict[str, int]:
     return {k: v for k, v in vars(logger).items() if k.startswith("last_") and isinstance(v, int)}
 
 
-def save_checkpoint(trainer: Any, path: str | Path) -> Path:
-    """Write the full state of ``trainer``'s run to ``path`` (a ``torch.save`` file)."""
+def atomic_save(obj: Any, path: str | Path) -> Path:
+    """``torch.save(obj)`` to ``path`` through ``path.tmp``: the file is either the old one
+    or the complete new one, and no partial ``.tmp`` file stays behind on an error.
+
+    >>> import tempfile
+    >>> p = atomic_save({"x": 1}, Path(tempfile.mkdtemp()) / "f.pt")
+    >>> torch.load(p), sorted(q.name for q in p.parent.iterdir())
+    ({'x': 1}, ['f.pt'])
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        torch.save(obj, tmp)
+        tmp.replace(path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            text = f"could not write {path}: {exc.strerror or exc or type(exc).__name__}"
+            err = OSError(exc.errno, text) if exc.errno is not None else OSError(text)
+            raise err from exc
+        raise
+    return path
+
+
+def save_checkpoint(trainer: Any, path: str | Path) -> Path:
+    """Write the full state of ``trainer``'s run to ``path`` (atomically, :func:`atomic_save`)."""
     state = {
         "trainer": trainer.state_dict(),
         "algorithm": trainer.algorithm.state_dict(),
@@ -58,16 +105,69 @@ def save_checkpoint(trainer: Any, path: str | Path) -> Path:
         "rng": rng_state(),
         "logger": _logger_state(trainer.logger),
     }
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(state, tmp)
-    tmp.replace(path)
-    return path
+    return atomic_save(state, path)
 
 
-def load_checkpoint(trainer: Any, path: str | Path) -> None:
-    """Restore a run saved by :func:`save_checkpoint` into a freshly built ``trainer``."""
-    state = torch.load(Path(path), weights_only=False)
-    trainer.algorithm.load_state_dict(state["algorithm"])
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load a checkpoint file; a missing, truncated or foreign file is a
+    :class:`~tdrl.errors.CheckpointError` naming it.
+
+    >>> import tempfile
+    >>> bad = Path(tempfile.mkdtemp()) / "checkpoint.pt"
+    >>> _ = bad.write_bytes(b"not a checkpoint")
+    >>> read_checkpoint(bad)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tdrl.errors.CheckpointError: checkpoint .../checkpoint.pt: expected a tdrl checkpoint ...
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path}: expected a file, found none")
+    try:
+        state = torch.load(path, weights_only=False, map_location="cpu")
+    except (
+        RuntimeError,
+        EOFError,
+        pickle.UnpicklingError,
+        zipfile.BadZipFile,
+        ValueError,
+        AttributeError,
+        ImportError,
+        IndexError,
+        KeyError,
+        TypeError,
+    ) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CheckpointError(
+            f"checkpoint {path}: expected a tdrl checkpoint (torch.save file), "
+            f"could not read it: {reason}"
+        ) from exc
+    missing = [k for k in CHECKPOINT_KEYS if not isinstance(state, dict) or k not in state]
+    if missing:
+        raise CheckpointError(
+            f"checkpoint {path}: expected a tdrl checkpoint with entries "
+            f"{', '.join(CHECKPOINT_KEYS)}, got a file without {', '.join(missing)}"
+        )
+    return state  # type: ignore[no-any-return]
+
+
+def load_checkpoint(trainer: Any, path: str | Path, state: dict[str, Any] | None = None) -> None:
+    """Restore a run saved by :func:`save_checkpoint` into a freshly built ``trainer``
+    (``state``: the file's contents if already read with :func:`read_checkpoint`).
+
+    A checkpoint of another algorithm or network shape is a
+    :class:`~tdrl.errors.CheckpointError` naming the file.
+    """
+    if state is None:
+        state = read_checkpoint(path)
+    try:
+        trainer.algorithm.load_state_dict(state["algorithm"])
+    except (RuntimeError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
+        raise CheckpointError(
+            f"checkpoint {path}: expected the weights of this run's algorithm, got "
+            f"mismatched ones ({first})"
+        ) from exc
     for name, collector in _collectors(trainer).items():
         if name in state["collectors"]:
             collector.load_state_dict(state["collectors"][name])

@@ -68,6 +68,7 @@ class OnlineTrainer(BaseTrainer):
             self.test_in_train
             and stats.returns_stat is not None
             and self.stop_fn is not None
+            and self.trained
             and self.stop_fn(stats.returns_stat.mean)
         ):
             self._test_step()

@@ -72,8 +72,11 @@ def test_on_policy_clears_buffer_and_keeps_episode_statistics() -> None:
     assert result.env_episode >= 2
 
 
-def test_stop_fn_ends_training_early() -> None:
+def test_stop_fn_ends_training_early_but_never_before_training() -> None:
+    """A threshold the untrained policy already reaches ends the run after its first
+    epoch of training, not at the initial test (Tianshou: 0 steps, "success")."""
     alg, train, test = _setup(DQN_CARTPOLE)
+    train.collect(n_step=16, random=True)
     result = OffPolicyTrainer(
         alg,
         train,
@@ -86,7 +89,8 @@ def test_stop_fn_ends_training_early() -> None:
         show_progress=False,
         verbose=False,
     ).run()
-    assert result.stopped_early and result.epoch == 0
+    assert result.stopped_early and result.epoch == 1
+    assert result.env_step == 20 and result.gradient_step > 0
 
 
 def test_offline_trainer_counts_gradient_steps() -> None:

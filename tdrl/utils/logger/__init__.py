@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tdrl.utils.logger.base import SCOPE_STEP, BaseLogger, LazyLogger, flatten_scalars
+from tdrl.utils.logger.base import SCOPE_STEP, BaseLogger, LazyLogger, MultiLogger, flatten_scalars
 from tdrl.utils.logger.console import ConsoleLogger
-from tdrl.utils.logger.csv import CSVLogger, read_csv_log
+from tdrl.utils.logger.csv import CSVLogger, read_csv_log, truncate_csv_logs
 
 if TYPE_CHECKING:
     from tdrl.utils.logger.tensorboard import TensorboardLogger
@@ -23,10 +23,12 @@ __all__ = [
     "CSVLogger",
     "ConsoleLogger",
     "LazyLogger",
+    "MultiLogger",
     "TensorboardLogger",
     "WandbLogger",
     "flatten_scalars",
     "read_csv_log",
+    "truncate_csv_logs",
 ]
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["SCOPE_STEP", "BaseLogger", "LazyLogger", "flatten_scalars"]
+__all__ = ["SCOPE_STEP", "BaseLogger", "LazyLogger", "MultiLogger", "flatten_scalars"]
 
 SCOPE_STEP: dict[str, str] = {
     "train": "env_step",
@@ -227,3 +227,41 @@ class LazyLogger(BaseLogger):
 
     def write(self, scope: str, step: int, data: dict[str, float]) -> None:
         """Do nothing."""
+
+
+class MultiLogger(BaseLogger):
+    """Write every log call to several loggers (what ``tdrl train`` uses to keep a CSV log
+    beside TensorBoard or W&B, so every run can be plotted).
+
+    The interval gating happens once, here (the intervals given to this logger count); the
+    loggers' :meth:`write` is called directly. :meth:`restore_data` asks the first logger.
+
+    >>> class Keep(LazyLogger):
+    ...     def __init__(self): super().__init__(); self.rows = []
+    ...     def write(self, scope, step, data): self.rows.append((scope, step, data))
+    >>> a, b = Keep(), Keep()
+    >>> m = MultiLogger([a, b], test_interval=1)
+    >>> m.log_test_data({"r": 1.0}, step=10)
+    >>> a.rows == b.rows == [("test", 10, {"test/r": 1.0})]
+    True
+    """
+
+    def __init__(self, loggers: list[BaseLogger], **kwargs: int | None) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        if not loggers:
+            raise ValueError("loggers: expected at least one logger, got none")
+        self.loggers = list(loggers)
+
+    def write(self, scope: str, step: int, data: dict[str, float]) -> None:
+        """Write ``data`` with every logger."""
+        for logger in self.loggers:
+            logger.write(scope, step, data)
+
+    def restore_data(self) -> tuple[int, int, int]:
+        """The first logger's resume data (interval counters moved here)."""
+        return self._restored(*self.loggers[0].restore_data())
+
+    def finalize(self) -> None:
+        """Finalize every logger."""
+        for logger in self.loggers:
+            logger.finalize()

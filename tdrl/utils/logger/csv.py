@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tdrl.utils.logger.base import SCOPE_STEP, BaseLogger
 
-__all__ = ["CSVLogger", "read_csv_log"]
+__all__ = ["CSVLogger", "read_csv_log", "truncate_csv_logs"]
 
 
 def read_csv_log(path: str | os.PathLike[str]) -> dict[str, list[float]]:
@@ -24,6 +24,43 @@ def read_csv_log(path: str | os.PathLike[str]) -> dict[str, list[float]]:
                 cell = row.get(name)
                 columns[name].append(float(cell) if cell not in (None, "") else float("nan"))
     return columns
+
+
+def truncate_csv_logs(
+    log_dir: str | os.PathLike[str], epoch: int, env_step: int, gradient_step: int
+) -> dict[str, int]:
+    """Drop the rows of every ``<scope>.csv`` in ``log_dir`` logged after a checkpoint taken
+    at ``(epoch, env_step, gradient_step)``: rows whose step (the scope's counter, see
+    :data:`~tdrl.utils.logger.base.SCOPE_STEP`) is beyond it. What a resumed run does first,
+    so it appends no duplicate rows. Returns ``{file name: rows dropped}``.
+
+    >>> import tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> logger = CSVLogger(run)
+    >>> for step in (100, 200, 300):
+    ...     logger.log_test_data({"r": float(step)}, step=step)
+    >>> truncate_csv_logs(run, epoch=2, env_step=200, gradient_step=0)
+    {'test.csv': 1}
+    >>> read_csv_log(f"{run}/test.csv")["env_step"]
+    [100.0, 200.0]
+    """
+    limits = {"env_step": env_step, "gradient_step": gradient_step, "epoch": epoch}
+    dropped: dict[str, int] = {}
+    for path in sorted(Path(log_dir).glob("*.csv")):
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        if not rows or not rows[0] or rows[0][0] not in limits:
+            continue
+        limit = limits[rows[0][0]]
+        keep = [rows[0]] + [r for r in rows[1:] if r and r[0] != "" and float(r[0]) <= limit]
+        if len(keep) == len(rows):
+            continue
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w", newline="") as f:
+            csv.writer(f).writerows(keep)
+        os.replace(tmp, path)
+        dropped[path.name] = len(rows) - len(keep)
+    return dropped
 
 
 class CSVLogger(BaseLogger):

@@ -1,0 +1,28 @@
+"""Errors that are the user's doing (a bad flag, file or run directory), not tdrl bugs.
+
+The command line reports any :class:`UsageError` (and :class:`tdrl.registry.PresetError`)
+in one line with exit status 2, without a traceback unless ``--debug`` is given. Plain data:
+importing this module loads no torch.
+
+>>> issubclass(CheckpointError, UsageError), issubclass(UsageError, ValueError)
+(True, True)
+"""
+
+from __future__ import annotations
+
+__all__ = ["CheckpointError", "RunDirError", "UsageError"]
+
+
+class UsageError(ValueError):
+    """A mistake in what the user asked for: the message names the flag or file, what was
+    expected and what was given."""
+
+
+class CheckpointError(UsageError):
+    """A checkpoint, ``policy.pt`` or ``config.yaml`` that is missing, corrupt or of the
+    wrong kind; the message names the file."""
+
+
+class RunDirError(UsageError):
+    """A run directory that cannot be used as asked (``--resume`` without a checkpoint,
+    ``tdrl eval`` on a directory without a trained policy, ...)."""
