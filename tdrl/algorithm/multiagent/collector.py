@@ -10,6 +10,9 @@ transitions::
     a is to act again, at o'_a              -> stored: (o_a, act_a, r, o'_a, not done)
     the game ends (terminated / truncated)  -> stored: (o_a, act_a, r, a's final view, flags)
 
+(in a parallel env every agent acts at every step, so each step stores one transition
+per live agent, with its own reward and next observation).
+
 so that a turn-based agent's reward includes the opponent's reply (a loss on the
 opponent's move reaches the move that allowed it) and its next observation is its own.
 Transitions go to :class:`~tdrl.algorithm.multiagent.marl.MultiAgentBuffer`: one buffer per
@@ -258,6 +261,10 @@ class MultiAgentCollector:
                     o_next, m_next = self._final_view(env, nxt, a)
                     t_a = bool(info["terminated"][a]) if "terminated" in info else bool(term)
                     flush.append((e, a, op, o_next, m_next, t_a, not t_a))
+            if not sc:  # parallel: every agent's next observation is already here
+                for a in list(self._open[e]):
+                    op = self._open[e].pop(a)
+                    flush.append((e, a, op, *self._final_view(env, nxt, a), False, False))
             if term or trunc:
                 ended.append((e, self._ret[e].copy(), int(self._len[e])))
                 self._reset_one(e)
