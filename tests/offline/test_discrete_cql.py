@@ -115,7 +115,7 @@ def test_torchrl_layout_one_step_target_and_gradients() -> None:
 
 
 def test_argument_errors() -> None:
-    with pytest.raises(ValueError, match="min_q_weight: expected a value >= 0, got -1.0"):
+    with pytest.raises(ValueError, match=r"min_q_weight: expected a value >= 0, got -1\.0"):
         _alg(min_q_weight=-1.0)
     with pytest.raises(ValueError, match="num_quantiles: expected an int >= 2, got 1"):
         _alg(n=1)

@@ -6,7 +6,7 @@ probability is below a fraction ``tau`` (``unlikely_action_threshold``) of the m
 action's is never chosen, neither for acting nor for the bootstrap. On the Q-learning base
 (n-step target through the buffer, hard-updated target network) a gradient step is::
 
-    allowed(s)  = {a : G(a|s) / max_b G(b|s) >= tau}          (log form: l_a - max_b l_b >= log tau)
+    allowed(s)  = {a : G(a|s) / max_b G(b|s) >= tau}    (logits l: l_a - max_b l_b >= log tau)
     a*          = argmax_{a in allowed(s_{t+n})} Q(s_{t+n}, a)                 (online Q)
     G_t         = sum_{k<n} gamma^k r_{t+k} + gamma^n (1 - term) Q'(s_{t+n}, a*)   (target Q')
     L_Q         = mean(w * Huber_1(Q(s_t, a_t) - G_t))          (w: PER weight, else 1)

@@ -7,7 +7,8 @@ per action) with its n-step target quantiles, target network and double-Q bootst
 (:class:`~tdrl.algorithm.modelfree.qrdqn.QRDQN`); a gradient step adds one term::
 
     T_j     = sum_{k<n} gamma^k r_{t+k} + gamma^n (1 - term) theta'_j(s_{t+n}, a*)
-    L_QR    = mean_b(w * mean_i sum_j |tau_i - 1{u_ij < 0}| Huber_1(u_ij)),  u_ij = T_j - theta_i(s_t, a_t)
+    u_ij    = T_j - theta_i(s_t, a_t)
+    L_QR    = mean_b(w * mean_i sum_j |tau_i - 1{u_ij < 0}| Huber_1(u_ij))
     L_CQL   = min_q_weight * mean_b(logsumexp_a Q(s_t, a) - Q(s_t, a_t))
     one optimizer step on L_QR + L_CQL;  priorities <- mean_i sum_j Huber_1(u_ij)
 """
