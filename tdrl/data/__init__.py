@@ -7,6 +7,7 @@ torch.Size([2])
 
 from tdrl.data.batch import Batch
 from tdrl.data.buffer import (
+    BufferKeyError,
     CachedReplayBuffer,
     HERReplayBuffer,
     HERVectorReplayBuffer,
@@ -15,17 +16,19 @@ from tdrl.data.buffer import (
     ReplayBuffer,
     VectorReplayBuffer,
 )
-from tdrl.data.collector import AsyncCollector, Collector
+from tdrl.data.collector import AsyncCollector, Collector, NonFiniteError
 from tdrl.data.stats import CollectStats, SequenceSummaryStats
 
 __all__ = [
     "AsyncCollector",
     "Batch",
+    "BufferKeyError",
     "CachedReplayBuffer",
     "CollectStats",
     "Collector",
     "HERReplayBuffer",
     "HERVectorReplayBuffer",
+    "NonFiniteError",
     "PrioritizedReplayBuffer",
     "PrioritizedVectorReplayBuffer",
     "ReplayBuffer",

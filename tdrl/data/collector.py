@@ -13,6 +13,7 @@ per vector step, and the policy runs under ``torch.inference_mode()``.
 from __future__ import annotations
 
 import pickle
+import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -57,6 +58,56 @@ def _buffer_num(buffer: Any) -> int:
     if cached is not None:
         return int(cached)
     return int(getattr(buffer, "buffer_num", 1))
+
+
+class NonFiniteError(ValueError):
+    """An env returned a NaN or infinite reward or floating observation.
+
+    >>> issubclass(NonFiniteError, ValueError)
+    True
+    """
+
+
+def first_nonfinite(x: Tree, key: str) -> tuple[str, int, Any] | None:
+    """``(key, row, value)`` of the first NaN/inf in a floating leaf of ``x``, else ``None``.
+
+    ``x`` holds one row per env (an array, a tensor or a nested mapping of them); integer
+    and bool leaves are skipped. Nested keys are dotted.
+
+    >>> first_nonfinite({"pos": np.array([[0.0, 1.0], [np.inf, 0.0]])}, "obs")
+    ('obs.pos', 1, inf)
+    >>> first_nonfinite(np.array([0, 1]), "obs") is None
+    True
+    """
+    if isinstance(x, Mapping):
+        for name, value in x.items():
+            found = first_nonfinite(value, f"{key}.{name}")
+            if found is not None:
+                return found
+        return None
+    arr = x.numpy() if isinstance(x, torch.Tensor) else x
+    if type(arr) is not np.ndarray:
+        arr = np.asarray(arr)
+    if arr.dtype.kind not in "fc":
+        return None
+    ok = np.isfinite(arr)
+    if ok.all():
+        return None
+    flat = ok.reshape(len(arr), -1) if arr.ndim else ok.reshape(1, 1)
+    row = int(np.flatnonzero(~flat.all(axis=1))[0])
+    bad = arr.reshape(flat.shape)[row][~flat[row]][0]
+    return key, row, bad.item()
+
+
+def _check_policy(policy: Any) -> None:
+    """An ``Algorithm`` passed where its policy is expected raises a ``TypeError``."""
+    base = sys.modules.get("tdrl.algorithm.base")  # not imported: cannot be an Algorithm
+    if base is not None and isinstance(policy, base.Algorithm):
+        name = type(policy).__name__
+        raise TypeError(
+            f"policy: expected a Policy (or a callable), got the algorithm {name}; "
+            f"pass its policy instead: Collector(algorithm.policy, envs, ...)"
+        )
 
 
 def _zero_rows(state: Any, rows: np.ndarray) -> Any:
@@ -131,6 +182,10 @@ class Collector:
             source ``tdrl.env.make_vector_env`` accepts.
         buffer: where transitions go; default ``VectorReplayBuffer(10000 * N, N)``.
         exploration_noise: apply ``policy.exploration_noise`` to the actions.
+        check_finite: raise :class:`NonFiniteError` (naming the env and the key) when an
+            env returns a NaN/inf reward or floating observation, from ``reset`` or
+            ``step``; the bad step is not stored, what was collected before stays in the
+            buffer. ``False`` skips the check.
 
     >>> import gymnasium as gym
     >>> from tdrl.env import DummyVectorEnv
@@ -152,11 +207,14 @@ class Collector:
         env: Any,
         buffer: Any = None,
         exploration_noise: bool = False,
+        check_finite: bool = True,
     ) -> None:
+        _check_policy(policy)
         self.env = _as_vector_env(env)
         self.env_num = len(self.env)
         self.policy = policy
         self.exploration_noise = exploration_noise
+        self.check_finite = bool(check_finite)
         if buffer is None:
             from tdrl.data.buffer import VectorReplayBuffer
 
@@ -227,12 +285,16 @@ class Collector:
         """Reset every env and the hidden state; open episodes are dropped."""
         kwargs = dict(gym_reset_kwargs or {})
         obs, info = self.env.reset(seed=seed, **kwargs)
+        if self.check_finite:
+            self._check_finite(np.arange(self.env_num), None, obs, "reset()")
         self._obs = tree_copy(obs)
         self._info = stack_infos(info, np.arange(self.env_num))
         self._state = None
 
     def _reset_envs(self, env_ids: np.ndarray, gym_reset_kwargs: dict[str, Any]) -> None:
         obs, info = self.env.reset(env_id=env_ids, **gym_reset_kwargs)
+        if self.check_finite:
+            self._check_finite(env_ids, None, obs, "reset()")
         tree_assign(self._obs, env_ids, obs)
         if self._info:
             new = stack_infos(info, env_ids)
@@ -339,6 +401,8 @@ class Collector:
         ``step`` is ``(obs, act, rew, terminated, truncated, obs_next)`` of the envs
         ``env_ids``; ``stored`` is the policy's data to keep (or ``None``).
         """
+        if self.check_finite:
+            self._check_finite(env_ids, step[2], step[5], "step()")
         keys = ("obs", "act", "rew", "terminated", "truncated", "obs_next")
         data: dict[str, Any] = dict(zip(keys, step))
         if info:
@@ -347,6 +411,21 @@ class Collector:
             data["policy"] = stored
         _, ep_rew, ep_len, _ = self.buffer.add(data, buffer_ids=env_ids)
         return ep_rew, ep_len
+
+    def _check_finite(self, env_ids: np.ndarray, rew: Any, obs: Tree, source: str) -> None:
+        """Raise :class:`NonFiniteError` if ``rew`` or a floating leaf of ``obs`` (one row
+        per env of ``env_ids``) holds a NaN or an infinity."""
+        found = None if rew is None else first_nonfinite(rew, "rew")
+        if found is None:
+            found = first_nonfinite(obs, "obs_next" if rew is not None else "obs")
+        if found is None:
+            return
+        key, row, value = found
+        raise NonFiniteError(
+            f"env {int(np.asarray(env_ids)[row])}: {key} returned by {source} is {value}; "
+            "expected finite rewards and observations (nothing of this step was stored; "
+            "Collector(..., check_finite=False) turns this check off)"
+        )
 
     def _finish_episode_collect(self, reset_kwargs: dict[str, Any]) -> None:
         """After an n_episode collect every env starts afresh (Tianshou's rule)."""
@@ -485,9 +564,14 @@ class AsyncCollector(Collector):
     _rounds_n_step = False
 
     def __init__(
-        self, policy: Any, env: Any, buffer: Any = None, exploration_noise: bool = False
+        self,
+        policy: Any,
+        env: Any,
+        buffer: Any = None,
+        exploration_noise: bool = False,
+        check_finite: bool = True,
     ) -> None:
-        super().__init__(policy, env, buffer, exploration_noise)
+        super().__init__(policy, env, buffer, exploration_noise, check_finite)
         if not self.env.is_async:
             warnings.warn(
                 "AsyncCollector got a synchronous vector env; give it wait_num or timeout",

@@ -10,10 +10,12 @@ from tdrl.data.buffer.prio import (
     PrioritizedVectorReplayBuffer,
 )
 from tdrl.data.buffer.sampler import EpisodeSampler, EpisodeWriter
+from tdrl.data.buffer.schema import BufferKeyError
 from tdrl.data.buffer.storage import EpisodeStorage
 from tdrl.data.buffer.vector import VectorReplayBuffer
 
 __all__ = [
+    "BufferKeyError",
     "CachedReplayBuffer",
     "CachedSampler",
     "CachedStorage",
