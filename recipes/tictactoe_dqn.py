@@ -74,7 +74,7 @@ def make_env() -> PettingZooEnv:
 def make_agents(args: argparse.Namespace) -> MultiAgentOffPolicyAlgorithm:
     """X: a DQN on the 18 board features (own marks, opponent's marks); O: random."""
     env = make_env()
-    n_actions = int(env.action_space.n)
+    n_actions = int(env.action_space.n)  # type: ignore[attr-defined]
     net = QNet(18, n_actions, hidden_sizes=args.hidden_sizes)
     policy = DQNPolicy(
         model=net, action_space=env.action_space, eps_training=args.eps_train, eps_inference=0.0
@@ -109,7 +109,10 @@ def train(args: argparse.Namespace) -> tuple[MultiAgentOffPolicyAlgorithm, Any]:
         seed=args.seed,
     )
     test_collector = MultiAgentCollector(
-        agents.policy, [make_env for _ in range(10)], return_reduction=win_rate, seed=args.seed + 100
+        agents.policy,
+        [make_env for _ in range(10)],
+        return_reduction=win_rate,
+        seed=args.seed + 100,
     )
     train_collector.collect(n_step=args.batch_size * args.num_train_envs)
     trainer = OffPolicyTrainer(
@@ -135,7 +138,11 @@ def evaluate(agents: MultiAgentOffPolicyAlgorithm, n_games: int, seed: int) -> d
     agents.policy.eval()
     collector = MultiAgentCollector(agents.policy, [make_env for _ in range(10)], seed=seed)
     x = collector.collect(n_episode=n_games).agent_returns[:, 0]
-    return {"win": float((x > 0).mean()), "draw": float((x == 0).mean()), "loss": float((x < 0).mean())}
+    return {
+        "win": float((x > 0).mean()),
+        "draw": float((x == 0).mean()),
+        "loss": float((x < 0).mean()),
+    }
 
 
 def board_text(obs: dict[str, Any]) -> str:

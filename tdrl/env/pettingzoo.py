@@ -25,7 +25,7 @@ agents' rows and ``step`` takes one action per agent.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -77,7 +77,7 @@ class PettingZooEnv(gym.Env):  # type: ignore[type-arg]
     observation of an agent that does not move last).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata = {"render_modes": []}  # noqa: RUF012
 
     def __init__(self, env: Any) -> None:
         from pettingzoo.utils.env import AECEnv
@@ -184,7 +184,7 @@ class PettingZooParallelEnv(gym.Env):  # type: ignore[type-arg]
     ((3,), (3,))
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata = {"render_modes": []}  # noqa: RUF012
 
     def __init__(self, env: Any) -> None:
         from pettingzoo.utils.env import ParallelEnv

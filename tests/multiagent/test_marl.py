@@ -137,6 +137,12 @@ def test_games_with_exploring_learners_make_only_legal_moves() -> None:
 
 
 # -- per-agent transitions and rewards --------------------------------------------------
+def _data(col: MultiAgentCollector, k: int) -> Batch:
+    """Everything in learner ``k``'s buffer, oldest first."""
+    assert col.buffer is not None
+    return col.buffer[k][col.buffer[k].sample_indices(0)]
+
+
 def _board(o: np.ndarray) -> tuple[int, int]:
     o = np.asarray(o).reshape(3, 3, 2)
     return int(o[..., 0].sum()), int(o[..., 1].sum())
@@ -152,10 +158,9 @@ def test_each_agent_stores_its_own_transitions_and_rewards() -> None:
     stats = col.collect(n_episode=30)
     # X moves first: X has one more move than O or as many
     for k, first in ((0, True), (1, False)):
-        data = col.buffer[k][col.buffer[k].sample_indices(0)]
-        own, opp = zip(*[_board(o) for o in data["obs"]["obs"].numpy()])
-        own_n, opp_n = zip(*[_board(o) for o in data["obs_next"]["obs"].numpy()])
-        own, opp, own_n, opp_n = map(np.array, (own, opp, own_n, opp_n))
+        data = _data(col, k)
+        own, opp = np.array([_board(o) for o in data["obs"]["obs"].numpy()]).T
+        own_n, opp_n = np.array([_board(o) for o in data["obs_next"]["obs"].numpy()]).T
         # the observation is the mover's own view before its move
         assert (opp - own == (0 if first else 1)).all()
         done = data["done"].numpy()
@@ -166,25 +171,23 @@ def test_each_agent_stores_its_own_transitions_and_rewards() -> None:
         assert data["terminated"].numpy()[done].all()
         assert data["obs"]["mask"].numpy()[np.arange(len(rew)), data["act"].numpy()].all()
     # every game ended once per agent, and its rewards are zero-sum
-    ends = [col.buffer[k][col.buffer[k].sample_indices(0)]["done"].numpy().sum() for k in (0, 1)]
+    ends = [_data(col, k)["done"].numpy().sum() for k in (0, 1)]
     assert ends == [30, 30]
     assert (stats.agent_returns.sum(axis=1) == 0).all()
-    x_rewards = col.buffer[0][col.buffer[0].sample_indices(0)]["rew"].numpy()
+    x_rewards = _data(col, 0)["rew"].numpy()
     assert x_rewards.sum() == stats.agent_returns[:, 0].sum()
 
 
 def test_loss_reaches_the_move_before_the_opponent_wins() -> None:
     """O wins on its move: X's last transition (the move that allowed it) gets -1."""
-    ma = MultiAgentOffPolicyAlgorithm(
-        {"player_1": _dqn(), "player_2": RandomPolicy(SPACE)}, AGENTS
-    )
+    ma = MultiAgentOffPolicyAlgorithm({"player_1": _dqn(), "player_2": RandomPolicy(SPACE)}, AGENTS)
     col = MultiAgentCollector(ma, [_env], buffer=100)
     env = col.envs[0]
     moves = iter([0, 3, 1, 4, 8, 5])  # X: 0 1 8; O: 3 4 5 -> O completes 3-4-5
     col._act = lambda ids, obs, mask: np.array([next(moves)])  # type: ignore[method-assign]
     stats = col.collect(n_episode=1)
     assert stats.agent_returns.tolist() == [[-1.0, 1.0]]
-    x = col.buffer[0][col.buffer[0].sample_indices(0)]
+    x = _data(col, 0)
     assert x["act"].tolist() == [0, 1, 8] and x["rew"].tolist() == [0.0, 0.0, -1.0]
     assert x["terminated"].tolist() == [False, False, True]
     assert env is col.envs[0]
@@ -231,7 +234,7 @@ def test_state_dict_round_trip() -> None:
 # -- bad input --------------------------------------------------------------------------
 def test_unknown_agent_id_in_observation_names_it() -> None:
     m = MultiAgentPolicyManager({"player_1": _Const(0), "player_2": _Const(1)}, AGENTS)
-    with pytest.raises(KeyError, match="unknown agent id 5.*player_1"):
+    with pytest.raises(KeyError, match=r"unknown agent id 5.*player_1"):
         m(_obs([0, 5]))
 
 

@@ -53,7 +53,7 @@ class _Env:
     """What Tianshou's dispatcher reads from its PettingZooEnv."""
 
     agents = AGENTS
-    agent_idx = {a: i for i, a in enumerate(AGENTS)}
+    agent_idx = {a: i for i, a in enumerate(AGENTS)}  # noqa: RUF012
 
 
 def _joint_rows(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:

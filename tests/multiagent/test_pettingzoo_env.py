@@ -22,7 +22,7 @@ def test_turn_based_env_reports_every_agents_reward() -> None:
     obs, _ = env.reset(seed=0)
     assert env.agents == ["player_1", "player_2"] and env.agent_idx["player_2"] == 1
     assert set(obs) == {"agent_id", "obs", "mask"} and obs["mask"].dtype == bool
-    assert env.observation_space["agent_id"].n == 2
+    assert env.observation_space["agent_id"].n == 2  # type: ignore[index]
     # X takes the left column (0, 1, 2), O plays 3 and 4
     for move, mover in ((0, 0), (3, 1), (1, 0), (4, 1)):
         assert int(obs["agent_id"]) == mover
@@ -46,7 +46,9 @@ def test_wrappers_reject_the_other_api_and_unknown_agents() -> None:
         env.observe("player_9")
     par = PettingZooParallelEnv(pistonball_v6.parallel_env(continuous=False, n_pistons=3))
     par.reset(seed=2)
-    with pytest.raises(ValueError, match=r"action: expected one action per agent, shape \(3, ...\)"):
+    with pytest.raises(
+        ValueError, match=r"action: expected one action per agent, shape \(3, ...\)"
+    ):
         par.step(np.array([1, 1]))
 
 
@@ -96,7 +98,9 @@ def test_pistonball_smoke_training_with_a_shared_policy() -> None:
 
     env = make_env()
     policy = DQNPolicy(
-        model=_PixelQ(int(env.action_space.n)), action_space=env.action_space, eps_training=0.1
+        model=_PixelQ(int(env.action_space.n)),  # type: ignore[attr-defined]
+        action_space=env.action_space,
+        eps_training=0.1,
     )
     dqn = DQN(policy=policy, optim=1e-3, gamma=0.9, n_step=3, target_update_freq=20)
     agents = MultiAgentOffPolicyAlgorithm(dict.fromkeys(env.agents, dqn), env.agents)
@@ -118,6 +122,8 @@ def test_pistonball_smoke_training_with_a_shared_policy() -> None:
     ).run()
     assert result.env_step == 60 and result.gradient_step == 12
     assert np.isfinite(result.best_reward)
-    assert len(train.buffer[0]) == 180  # 3 pistons x 60 steps, one ring per (env, piston)
+    assert (
+        train.buffer is not None and len(train.buffer[0]) == 180
+    )  # 3 pistons x 60 steps, one ring per (env, piston)
     assert dqn.n_updates == 12
     assert time.perf_counter() - start < 30

@@ -209,7 +209,7 @@ class MultiAgentOffPolicyAlgorithm(Algorithm):
         for k, alg in enumerate(self.learners):
             if len(buffer[k]) == 0:
                 continue
-            terms = alg.update(buffer[k], batch_size, repeat)
+            terms = alg.update(buffer[k], batch_size, repeat)  # type: ignore[operator]
             stats.update({f"{key}/{self.learner_names[k]}": v for key, v in terms.items()})
         self.n_updates += 1
         return _with_total(stats)
