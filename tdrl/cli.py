@@ -36,7 +36,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tdrl import registry
 from tdrl.errors import UsageError
@@ -443,7 +443,7 @@ def _pre_parse(rest: list[str]) -> argparse.Namespace:
     return ns
 
 
-def _fail(prog: str, message: str) -> int:
+def _fail(prog: str, message: str) -> NoReturn:
     """An argument error: one line on stderr and ``SystemExit(2)``, as argparse's own."""
     print(f"{prog}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
@@ -474,19 +474,44 @@ def _latest_run_config(
 
 def train_main(argv: Sequence[str]) -> int:
     """``tdrl train ...``: parse (two stages), build the config, train; the exit status."""
-    words, rest = _positionals(argv)
-    pre = _pre_parse(rest)
-    debug = pre.debug
+    debug = "--debug" in argv
     try:
-        return _train(words, rest, pre)
+        config = parse_train(argv)
     except (UsageError, registry.PresetError) as exc:
         if debug:
             raise
         print(str(exc).splitlines()[0], file=sys.stderr)
         return 2
+    from tdrl.launch import ExperimentConfig
+
+    return run_config(ExperimentConfig(**config), debug=debug)
 
 
-def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> int:
+def parse_train(argv: Sequence[str]) -> dict[str, Any]:
+    """Parse ``tdrl train`` arguments (after ``train``) into the keyword arguments of
+    :class:`tdrl.launch.ExperimentConfig`, checking every value (no torch loaded).
+
+    Preset fields given (by flags, ``--set`` or config files) go to ``overrides``; flags
+    win over ``--config``, which wins over the config of the run ``--resume`` continues.
+    ``--help`` and argument errors raise ``SystemExit`` (0 / 2); a bad value is a one-line
+    :class:`~tdrl.errors.UsageError` naming the flag or file.
+
+    >>> cfg = parse_train(["dqn", "--lr", "3e-4", "--hidden-sizes", "64", "64", "--no-dueling",
+    ...                    "--max-epochs", "3", "--seed", "7"])
+    >>> cfg["algo"], cfg["task"], cfg["seed"]
+    ('dqn', 'CartPole-v1', 7)
+    >>> cfg["overrides"]
+    {'lr': 0.0003, 'hidden_sizes': (64, 64), 'dueling': False, 'max_epochs': 3}
+    >>> parse_train(["dqn", "--lr", "0"])
+    Traceback (most recent call last):
+    ...
+    tdrl.errors.UsageError: argument --lr: expected a float > 0, got 0.0 (dqn preset field 'lr')
+    """
+    words, rest = _positionals(argv)
+    return _train(words, rest, _pre_parse(rest))
+
+
+def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> dict[str, Any]:
     file_data: dict[str, Any] = {}
     layers: list[tuple[dict[str, Any], str]] = []  # config layers, lowest first
     resume_dir = pre.resume if isinstance(pre.resume, str) else None
@@ -563,9 +588,7 @@ def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> int:
         registry.preset(algo, task, **fields)
     except registry.PresetError as exc:
         raise _field_error(exc, source) from exc
-    from tdrl.launch import ExperimentConfig
-
-    cfg = ExperimentConfig(
+    return dict(
         algo=algo,
         task=task,
         seed=options["seed"],
@@ -582,7 +605,6 @@ def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> int:
         dataset=options["dataset"],
         icm=bool(options["icm"]),
     )
-    return run_config(cfg, debug=bool(getattr(args, "debug", False)))
 
 
 def _seed_value(text: Any) -> Any:

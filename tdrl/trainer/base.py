@@ -227,9 +227,13 @@ class BaseTrainer(ABC):
             r.best_reward, r.best_reward_std, r.best_epoch = mean, std, r.epoch
             if self.save_best_fn:
                 self.save_best_fn(self.algorithm)
-        self.logger.log_test_data(_flat_stats(stats), r.env_step)
+        self.logger.log_test_data(_flat_stats(stats), self._test_log_step())
         r.timing.test_time += time.perf_counter() - start
         return stats
+
+    def _test_log_step(self) -> int:
+        """The x of a test's log row: env steps (the offline trainer: gradient steps)."""
+        return self.result.env_step
 
     def _log_update(self, stats: dict[str, float]) -> dict[str, float]:
         for k, v in stats.items():

@@ -11,7 +11,9 @@ from tdrl.trainer.base import BaseTrainer
 class OfflineTrainer(BaseTrainer):
     """One training step is one ``algorithm.update(buffer, batch_size)`` on a fixed buffer.
 
-    ``step_per_epoch`` counts gradient steps. If the algorithm defines
+    ``step_per_epoch`` counts gradient steps, and test results are logged at the gradient
+    step they were taken at (the ``env_step`` column of ``test.csv`` holds gradient steps;
+    ``tdrl plot`` labels such runs' x axis so). If the algorithm defines
     ``process_buffer(buffer)``, it runs once before training (e.g. to precompute returns).
 
     >>> OfflineTrainer.__mro__[1].__name__
@@ -27,6 +29,10 @@ class OfflineTrainer(BaseTrainer):
         process = getattr(algorithm, "process_buffer", None)
         self.buffer = process(buffer) if process is not None else buffer
         self.buffer = self.buffer if self.buffer is not None else buffer
+
+    def _test_log_step(self) -> int:
+        """Tests are logged at gradient steps (no env steps happen offline)."""
+        return self.result.gradient_step
 
     def _training_step(self) -> tuple[int, dict[str, Any]]:
         start = time.perf_counter()

@@ -1,20 +1,28 @@
-"""Plot learning curves from :class:`~tdrl.utils.logger.CSVLogger` run directories.
+"""Learning curves of ``tdrl train`` runs: one band per algorithm and task, mean ± std over
+seeds.
 
-A *run* is a directory holding ``<scope>.csv`` files. A directory without them whose
-sub-directories are runs is a *group* (e.g. one sub-directory per seed). Each group is drawn as
-its mean over runs ± one standard deviation against the scope's step (``env_step`` for the
-``train`` and ``test`` scopes), on the steps common to all its runs (linear interpolation).
+A *run* is a directory holding ``<scope>.csv`` logs (every ``tdrl train`` run writes them,
+whatever its logger) or TensorBoard event files. ``tdrl plot`` takes runs, or directories
+to search for runs (``tdrl plot runs/``), and groups them by algorithm and task (read from
+each run's ``config.yaml``, else from its name ``ALGO-TASK-seedS[-N]``; runs with neither are
+grouped by the directory given on the command line). Each group is drawn as the mean over
+its runs ± one standard deviation: every run is interpolated linearly onto the union of all
+its group's logged steps, inside its own range only (a run that stopped early counts up to
+its last point; nothing is cut to the shortest run). Axes and legend are in words ("test
+return", "env steps", "dqn on CartPole-v1 (5 runs)").
 
 Command line (``tdrl plot ...`` calls :func:`plot_main`)::
 
-    tdrl plot runs/seed0 runs/seed1 --key test/returns_stat/mean --out curve.png
-    tdrl plot results/tdrl_ppo results/tianshou_ppo --out compare.png   # two groups
+    tdrl plot runs/ --out curves.png                          # every run under runs/
+    tdrl plot runs/dqn-CartPole-v1-seed* runs/ppo-CartPole-v1-seed* --out compare.png
+    tdrl plot results/tdrl_ppo results/tianshou_ppo --key train/returns_stat/mean
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,9 +31,18 @@ import numpy as np
 
 from tdrl.utils.logger.csv import read_csv_log
 
-__all__ = ["load_curve", "plot_main", "plot_runs"]
+__all__ = ["align", "discover_runs", "group_runs", "load_curve", "plot_main", "plot_runs"]
 
 DEFAULT_KEY = "test/returns_stat/mean"
+_RUN_NAME = re.compile(r"^(?P<algo>[A-Za-z0-9_]+)-(?P<task>.+)-seed(?P<seed>\d+)(?:-\d+)?$")
+_SCOPES = ("train", "test", "update", "info", "save")
+_STEP_WORDS = {"env_step": "env steps", "gradient_step": "gradient steps", "epoch": "epochs"}
+_KEY_WORDS = {
+    "test/returns_stat/mean": "test return",
+    "train/returns_stat/mean": "training return",
+    "test/lens_stat/mean": "test episode length",
+    "train/lens_stat/mean": "training episode length",
+}
 
 
 def _scope_file(run_dir: Path, key: str) -> Path:
@@ -33,11 +50,34 @@ def _scope_file(run_dir: Path, key: str) -> Path:
     return run_dir / f"{scope}.csv"
 
 
+def _events(run_dir: Path) -> list[Path]:
+    return sorted(run_dir.glob("events.out.tfevents.*"))
+
+
+def _is_run(path: Path) -> bool:
+    return path.is_dir() and (
+        any((path / f"{s}.csv").is_file() for s in _SCOPES) or bool(_events(path))
+    )
+
+
 def load_curve(
     run_dir: str | os.PathLike[str], key: str = DEFAULT_KEY
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(steps, values)`` of ``key`` in one run (rows where the key is missing are dropped)."""
-    path = _scope_file(Path(run_dir), key)
+    """``(steps, values)`` of ``key`` in one run, from its CSV log (or, without one, its
+    TensorBoard event files); rows where the key is missing are dropped."""
+    run = Path(run_dir)
+    path = _scope_file(run, key)
+    if not path.is_file() and _events(run):
+        from tdrl.utils.logger.tensorboard import read_tensorboard_scalars
+
+        scalars = read_tensorboard_scalars(run)
+        if key not in scalars:
+            raise KeyError(f"run {run_dir}: key {key!r} not logged; logged keys: {list(scalars)}")
+        series = scalars[key]
+        return (
+            np.asarray([s for s, _ in series], dtype=np.float64),
+            np.asarray([v for _, v in series], dtype=np.float64),
+        )
     if not path.is_file():
         raise FileNotFoundError(f"run {run_dir}: expected a log file {path.name}, none found")
     columns = read_csv_log(path)
@@ -50,30 +90,102 @@ def load_curve(
     return steps[keep], values[keep]
 
 
-def _groups(paths: Sequence[str | os.PathLike[str]], key: str) -> dict[str, list[Path]]:
-    """Map each command-line path to its label and runs (itself, or its run sub-dirs)."""
-    groups: dict[str, list[Path]] = {}
-    loose: list[Path] = []
+def discover_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[Path, list[Path]]:
+    """``{path given: its runs}``: the path itself if it is a run, else the runs found in
+    it (searched down to three levels), sorted."""
+    found: dict[Path, list[Path]] = {}
     for p in map(Path, paths):
-        if _scope_file(p, key).is_file():
-            loose.append(p)
+        if _is_run(p):
+            found[p] = [p]
             continue
-        runs = sorted(d for d in p.iterdir() if _scope_file(d, key).is_file()) if p.is_dir() else []
+        runs: list[Path] = []
+        if p.is_dir():
+            for pattern in ("*", "*/*", "*/*/*"):
+                runs += [d for d in p.glob(pattern) if _is_run(d)]
         if not runs:
             raise FileNotFoundError(
-                f"{p}: expected a run directory with {_scope_file(p, key).name} "
-                "(or sub-directories that are runs)"
+                f"{p}: expected a run directory (CSV logs or TensorBoard event files) or a "
+                "directory of runs, found none"
             )
-        groups[p.name] = runs
-    if loose:
-        groups = {Path(os.path.commonpath(loose)).name or "runs": loose, **groups}
+        found[p] = sorted(set(runs))
+    return found
+
+
+def _identity(run: Path) -> tuple[str, str] | None:
+    """``(algo, task)`` of a run: its ``config.yaml``, else its directory name."""
+    cfg = run / "config.yaml"
+    if cfg.is_file():
+        try:
+            import yaml
+
+            data = yaml.safe_load(cfg.read_text())
+            if isinstance(data, dict) and data.get("algo") and data.get("task"):
+                return str(data["algo"]), str(data["task"])
+        except Exception:  # a hand-edited file: fall back to the name
+            pass
+    m = _RUN_NAME.match(run.name)
+    return (m.group("algo"), m.group("task")) if m else None
+
+
+def group_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[str, list[Path]]:
+    """Runs grouped by algorithm and task (``"ALGO on TASK"``); runs without either are
+    grouped by the command-line path they were found under.
+
+    >>> import tempfile
+    >>> from tdrl.utils.logger import CSVLogger
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for name in ("dqn-CartPole-v1-seed0", "dqn-CartPole-v1-seed1", "ppo-CartPole-v1-seed0"):
+    ...     CSVLogger(root / name).log_test_data({"returns_stat": {"mean": 1.0}}, 10)
+    >>> for label, runs in group_runs([root]).items():
+    ...     print(label, [r.name for r in runs])
+    dqn on CartPole-v1 ['dqn-CartPole-v1-seed0', 'dqn-CartPole-v1-seed1']
+    ppo on CartPole-v1 ['ppo-CartPole-v1-seed0']
+    """
+    found = discover_runs(paths)
+    loose = [p for p, runs in found.items() if runs == [p]]
+    groups: dict[str, list[Path]] = {}
+    for given, runs in found.items():
+        for run in runs:
+            ident = _identity(run)
+            if ident is not None:
+                label = f"{ident[0]} on {ident[1]}"
+            elif runs == [given]:  # a loose run: grouped with the other loose runs
+                label = Path(os.path.commonpath(loose)).name or "runs"
+            else:
+                label = given.name or str(given)
+            groups.setdefault(label, []).append(run)
     return groups
+
+
+def align(
+    curves: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(grid, mean, std, count)`` over runs: each run interpolated linearly onto the union
+    of all steps, inside its own range (``count``: the runs covering each step).
+
+    >>> a = (np.array([0, 10]), np.array([0.0, 10.0]))
+    >>> b = (np.array([0, 5]), np.array([2.0, 2.0]))  # stopped at step 5
+    >>> grid, mean, std, n = align([a, b])
+    >>> grid.tolist(), mean.tolist(), std.tolist(), n.tolist()
+    ([0.0, 5.0, 10.0], [1.0, 3.5, 10.0], [1.0, 1.5, 0.0], [2, 2, 1])
+    """
+    grid = np.unique(np.concatenate([np.asarray(s, dtype=np.float64) for s, _ in curves]))
+    ys = np.full((len(curves), len(grid)), np.nan)
+    for i, (s, v) in enumerate(curves):
+        s = np.asarray(s, dtype=np.float64)
+        inside = (grid >= s[0]) & (grid <= s[-1])
+        ys[i, inside] = np.interp(grid[inside], s, np.asarray(v, dtype=np.float64))
+    count = (~np.isnan(ys)).sum(axis=0)
+    mean = np.nanmean(ys, axis=0)
+    std = np.sqrt(np.nanmean((ys - mean) ** 2, axis=0))
+    return grid, mean, std, count
 
 
 def mean_std(
     curves: Sequence[tuple[np.ndarray, np.ndarray]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and std over runs, on the union of steps inside the range all runs cover.
+    """Mean and std over runs on the steps inside the range *all* runs cover (the common
+    range; :func:`align`, which :func:`plot_runs` uses, keeps every run's whole range).
 
     >>> a = (np.array([0, 10]), np.array([0.0, 10.0]))
     >>> b = (np.array([0, 5, 10]), np.array([2.0, 2.0, 2.0]))
@@ -89,18 +201,39 @@ def mean_std(
     return grid, ys.mean(axis=0), ys.std(axis=0)
 
 
+def _x_words(run: Path, key: str) -> str:
+    """The x axis of ``key`` in words: the CSV's step column (offline runs: their tests are
+    logged at gradient steps)."""
+    ident = _identity(run)
+    if ident is not None and key.startswith("test/"):
+        try:
+            from tdrl import registry
+
+            if registry.entry(*ident).trainer == "offline":
+                return "gradient steps"
+        except Exception:  # an algorithm this install lacks
+            pass
+    path = _scope_file(run, key)
+    if path.is_file():
+        with open(path) as f:
+            first = f.readline().split(",", 1)[0].strip()
+        return _STEP_WORDS.get(first, first or "step")
+    scope = key.split("/", 1)[0]
+    return {"update": "gradient steps", "info": "epochs", "save": "epochs"}.get(scope, "env steps")
+
+
 def plot_runs(
     run_dirs: Sequence[str | os.PathLike[str]],
     key: str = DEFAULT_KEY,
     out: str | os.PathLike[str] = "curve.png",
     title: str | None = None,
 ) -> Path:
-    """Draw mean ± std over runs of ``key`` against the scope's step; save a PNG to ``out``.
+    """Draw one mean ± std band of ``key`` per algorithm and task; save a PNG to ``out``.
 
-    :param run_dirs: run directories, or group directories whose sub-directories are runs.
+    :param run_dirs: run directories, or directories to search for runs.
     :param key: the logged key, e.g. ``"test/returns_stat/mean"``.
     :param out: the PNG path.
-    :param title: the figure title (default: the key).
+    :param title: the figure title (default: the key in words).
     :return: the path written.
     """
     import matplotlib
@@ -110,23 +243,28 @@ def plot_runs(
 
     if not run_dirs:
         raise ValueError("run_dirs: expected at least one run directory, got none")
-    groups = _groups(run_dirs, key)
+    groups = group_runs(run_dirs)
+    y_words = _KEY_WORDS.get(key, key)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    x_label = "step"
+    x_words = "env steps"
+    drawn = 0
     for label, runs in groups.items():
         curves = [load_curve(r, key) for r in runs]
         curves = [c for c in curves if len(c[0])]
         if not curves:
             continue
-        x_label = next(iter(read_csv_log(_scope_file(runs[0], key))))
-        steps, mean, std = mean_std(curves)
-        (line,) = ax.plot(steps, mean, label=f"{label} (n={len(curves)})")
+        x_words = _x_words(runs[0], key)
+        steps, mean, std, _ = align(curves)
+        n = len(curves)
+        (line,) = ax.plot(steps, mean, label=f"{label} ({n} run{'s' if n > 1 else ''})")
         ax.fill_between(steps, mean - std, mean + std, color=line.get_color(), alpha=0.25)
-    ax.set_xlabel(x_label)
-    ax.set_ylabel(key)
-    ax.set_title(title or key)
+        drawn += 1
+    ax.set_xlabel(x_words)
+    ax.set_ylabel(y_words + (" (mean ± std over runs)" if drawn else ""))
+    ax.set_title(title or f"{y_words} vs {x_words}")
     ax.grid(alpha=0.3)
-    ax.legend()
+    if drawn:
+        ax.legend()
     fig.tight_layout()
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,17 +276,19 @@ def plot_runs(
 def plot_main(argv: list[str] | None = None) -> int:
     """The ``tdrl plot`` subcommand: parse ``argv``, draw, return an exit status (0 = ok)."""
     parser = argparse.ArgumentParser(
-        prog="tdrl plot", description="Plot mean ± std learning curves of CSV-logged runs."
+        prog="tdrl plot",
+        description="Plot learning curves: one mean ± std band per algorithm and task, over "
+        "the seeds found (CSV logs or TensorBoard event files).",
     )
-    parser.add_argument("run_dirs", nargs="+", help="run directories (or groups of runs)")
+    parser.add_argument("run_dirs", nargs="+", help="run directories, or directories of runs")
     parser.add_argument("--key", default=DEFAULT_KEY, help=f"logged key (default {DEFAULT_KEY})")
     parser.add_argument("--out", default="curve.png", help="output PNG (default curve.png)")
-    parser.add_argument("--title", default=None, help="figure title (default: the key)")
+    parser.add_argument("--title", default=None, help="figure title (default: the key in words)")
     args = parser.parse_args(argv)
     try:
         path = plot_runs(args.run_dirs, key=args.key, out=args.out, title=args.title)
     except (FileNotFoundError, KeyError, ValueError) as exc:
-        print(f"tdrl plot: error: {exc}", file=sys.stderr)
+        print(f"tdrl plot: error: {str(exc).strip(chr(34) + chr(39))}", file=sys.stderr)
         return 2
     print(f"wrote {path}")
     return 0

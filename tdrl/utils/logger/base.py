@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 __all__ = ["SCOPE_STEP", "BaseLogger", "LazyLogger", "MultiLogger", "flatten_scalars"]
 
@@ -49,7 +49,13 @@ def _scalar(value: Any) -> float | None:
         return float(value)
     if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "biuf":
         return float(value.reshape(-1)[0])
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex():
+    torch = sys.modules.get("torch")  # no tensor can exist before torch is imported
+    if (
+        torch is not None
+        and isinstance(value, torch.Tensor)
+        and value.numel() == 1
+        and not value.is_complex()
+    ):
         return float(value.detach().reshape(-1)[0].item())
     return None
 
