@@ -69,6 +69,8 @@ _EXPORTS = {
     "LinearSchedule": "tdrl.algorithm.exploration",
     "ExponentialSchedule": "tdrl.algorithm.exploration",
     "PiecewiseLinearSchedule": "tdrl.algorithm.exploration",
+    "BC": "tdrl.algorithm.imitation.bc",
+    "ImitationPolicy": "tdrl.algorithm.imitation.bc",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }

@@ -48,6 +48,7 @@ from tdrl.registry import PresetError
 __all__ = [
     "MINARI_PREFIX",
     "DatasetError",
+    "check_spaces",
     "describe",
     "episode_slices",
     "export_minari",
@@ -464,3 +465,43 @@ def describe(buffer: ReplayBuffer) -> dict[str, Any]:
             returns.append(float(np.asarray(rows.rew).sum()))
     mean = float(np.mean(returns)) if returns else float("nan")
     return {"transitions": len(buffer), "episodes": len(returns), "mean_return": mean}
+
+
+def check_spaces(buffer: ReplayBuffer, observation_space: Any, action_space: Any) -> None:
+    """Raise a one-line :class:`DatasetError` unless the buffer's observations and actions
+    fit the environment's spaces (shape; integer actions for a ``Discrete`` space).
+
+    >>> import gymnasium as gym
+    >>> z = np.zeros(2, dtype=bool)
+    >>> buf = ReplayBuffer.from_data(np.zeros((2, 4)), np.zeros(2, np.int64), np.ones(2),
+    ...                              z, z, z, np.zeros((2, 4)))
+    >>> check_spaces(buf, gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2))
+    Traceback (most recent call last):
+    ...
+    tdrl.data.datasets.DatasetError: --dataset: observations of shape (4,) do not fit the environment's observation space of shape (3,)
+    """
+    import gymnasium as gym
+
+    idx = np.asarray(buffer.sample_indices(0))[:1]
+    if len(idx) == 0:
+        raise DatasetError("--dataset: expected transitions, got an empty dataset")
+    row = buffer[idx]
+    obs_shape = tuple(np.asarray(row.obs).shape[1:])
+    act = np.asarray(row.act)
+    want_obs = tuple(observation_space.shape or ())
+    if obs_shape != want_obs:
+        raise DatasetError(
+            f"--dataset: observations of shape {obs_shape} do not fit the environment's "
+            f"observation space of shape {want_obs}"
+        )
+    if isinstance(action_space, gym.spaces.Discrete):
+        if act.dtype.kind not in "iub" or act.shape[1:] not in ((), (1,)):
+            raise DatasetError(
+                f"--dataset: expected integer actions for a Discrete action space, got "
+                f"{act.dtype} actions of shape {act.shape[1:]}"
+            )
+    elif isinstance(action_space, gym.spaces.Box) and tuple(act.shape[1:]) != action_space.shape:
+        raise DatasetError(
+            f"--dataset: actions of shape {tuple(act.shape[1:])} do not fit the environment's "
+            f"action space of shape {action_space.shape}"
+        )
