@@ -152,7 +152,9 @@ class RunSpec:
         return int(data.get("env_step", 0)) if data else 0
 
 
-def run_dir(out: str | os.PathLike[str], algo: str, task: str, seed: int, library: str = "tdrl") -> Path:
+def run_dir(
+    out: str | os.PathLike[str], algo: str, task: str, seed: int, library: str = "tdrl"
+) -> Path:
     """``OUT/ALGO/TASK/seedS`` (a peer library's: ``OUT/LIBRARY/ALGO/TASK/seedS``).
 
     >>> run_dir("b", "ppo", "Hopper-v5", 0, "tianshou").as_posix()

@@ -64,10 +64,14 @@ class _Progress:
         self.bar = progress_bar(
             total=sum(s.env_steps for s in specs), desc="sweep", disable=not show, unit="step"
         )
-        self.counts = {"done": 0, "running": 0, "failed": 0}
+        self.state: tuple[int, ...] = ()
 
     def update(self, running: list[RunSpec], done: int, failed: int) -> None:
         steps = sum(min(s.progress(), s.env_steps) for s in self.specs)
+        state = (steps, done, len(running), failed)
+        if state == self.state:
+            return
+        self.state = state
         self.bar.update(max(0, steps - self.bar.n))
         self.bar.set_postfix(
             runs=f"{done}/{len(self.specs)}", running=len(running), failed=failed, refresh=False
@@ -118,7 +122,11 @@ def _run_local(
                     result.finished.append(spec)
                 else:
                     result.failed.append((spec, f"exit status {code}, see {spec.dir / LOG_FILE}"))
-            progress.update([r[0] for r in running.values()], len(result.skipped) + len(result.finished), len(result.failed))
+            progress.update(
+                [r[0] for r in running.values()],
+                len(result.skipped) + len(result.finished),
+                len(result.failed),
+            )
     finally:
         for _, proc, _ in running.values():  # interrupted: stop our children
             proc.terminate()
@@ -149,7 +157,7 @@ def run_sweep(
     if workers < 1:
         raise ValueError(f"workers: expected an int >= 1, got {workers}")
     result = SweepResult()
-    todo = []
+    todo: list[RunSpec] = []
     for spec in specs:
         (result.skipped if spec.finished() else todo).append(spec)
     progress = _Progress(specs, show_progress)

@@ -122,7 +122,9 @@ def run_ray(
                 if code == 0 and spec.finished():
                     result.finished.append(spec)
                 else:
-                    result.failed.append((spec, f"exit status {code}, see {spec.dir / 'stdout.log'}"))
+                    result.failed.append(
+                        (spec, f"exit status {code}, see {spec.dir / 'stdout.log'}")
+                    )
             done = len(result.skipped) + len(result.finished)
             progress.update(list(running.values()), done, len(result.failed))
             if not ready:

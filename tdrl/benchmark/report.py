@@ -20,9 +20,11 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -114,9 +116,7 @@ def load_runs(dirs: Iterable[str | os.PathLike[str]]) -> list[RunLog]:
     return runs
 
 
-def iqm_ci(
-    scores: np.ndarray, reps: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
+def iqm_ci(scores: np.ndarray, reps: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """IQM of a ``[seeds, K]`` score matrix and its 95% bootstrap confidence interval.
 
     The K columns are a run's last K test points: rliable's stratified bootstrap resamples
@@ -137,13 +137,17 @@ def iqm_ci(
 
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 2 or scores.size == 0:
-        raise ValueError(f"scores: expected a non-empty [seeds, K] matrix, got shape {scores.shape}")
-    point, interval = rly.get_interval_estimates(
-        {"x": scores},
-        lambda s: np.array([metrics.aggregate_iqm(s)]),
-        reps=reps,
-        random_state=np.random.RandomState(seed),
-    )
+        raise ValueError(
+            f"scores: expected a non-empty [seeds, K] matrix, got shape {scores.shape}"
+        )
+    with warnings.catch_warnings():  # rliable passes arch a RandomState (deprecated there)
+        warnings.simplefilter("ignore", FutureWarning)
+        point, interval = rly.get_interval_estimates(
+            {"x": scores},
+            lambda s: np.array([metrics.aggregate_iqm(s)]),
+            reps=reps,
+            random_state=np.random.RandomState(seed),
+        )
     return float(point["x"][0]), float(interval["x"][0, 0]), float(interval["x"][1, 0])
 
 
@@ -181,9 +185,7 @@ def summarize(runs: Sequence[RunLog], last_k: int = LAST_K) -> list[Summary]:
         rs = sorted(rs, key=lambda r: r.seed)
         k = max(1, min(last_k, *(len(r.returns) for r in rs)))
         try:
-            iqm: tuple[float, float, float] | None = iqm_ci(
-                np.stack([r.returns[-k:] for r in rs])
-            )
+            iqm: tuple[float, float, float] | None = iqm_ci(np.stack([r.returns[-k:] for r in rs]))
         except ImportError:
             iqm = None
         walls = [r.wall_s for r in rs if not math.isnan(r.wall_s)]
@@ -328,7 +330,7 @@ def plot_curves(runs: Sequence[RunLog], out: str | os.PathLike[str], title: str 
     cols = min(3, max(1, len(tasks)))
     rows = -(-len(tasks) // cols) if tasks else 1
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows), squeeze=False)
-    handles: dict[str, object] = {}
+    handles: dict[str, Any] = {}
     for ax, task in zip(axes.flat, tasks):
         for lib in libraries:
             for algo in algos:
@@ -352,7 +354,13 @@ def plot_curves(runs: Sequence[RunLog], out: str | os.PathLike[str], title: str 
         title or f"Average test return: mean over {len(seeds)} seeds, band ± one std",
         fontsize=11,
     )
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(6, len(handles)), frameon=False)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="lower center",
+        ncol=min(6, len(handles)),
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0.08 if rows == 1 else 0.05, 1, 1))
     path = Path(out)
     fig.savefig(path, dpi=110)

@@ -117,7 +117,9 @@ class BenchLogger(BaseLogger):
         for logger in self.loggers:
             logger.write(scope, step, data)
 
-    def save_data(self, epoch: int, env_step: int, gradient_step: int, save_checkpoint_fn: Any = None) -> None:
+    def save_data(
+        self, epoch: int, env_step: int, gradient_step: int, save_checkpoint_fn: Any = None
+    ) -> None:
         """Record the epoch's end (see :class:`BaseLogger`) and ``progress.json``."""
         super().save_data(epoch, env_step, gradient_step, save_checkpoint_fn)
         wall = self.wall()

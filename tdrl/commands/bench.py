@@ -47,6 +47,20 @@ def _positive(text: str) -> int:
     return value
 
 
+def _action_space(task: str) -> str:
+    """``"discrete"`` or ``"continuous"``: the kind of ``task``'s action space (the env is
+    made and closed; registry entries without a wrapper act on it as it is)."""
+    import gymnasium
+
+    env = gymnasium.make(task)
+    try:
+        return (
+            "discrete" if isinstance(env.action_space, gymnasium.spaces.Discrete) else "continuous"
+        )
+    finally:
+        env.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``tdrl bench``."""
     p = _Parser(prog="tdrl bench", description=__doc__.split("\n")[0])
@@ -56,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-steps", type=_positive, required=True, help="training env steps per run")
     p.add_argument("--out", required=True, help="the sweep's directory")
     p.add_argument("--logger", choices=("wandb", "tensorboard", "csv"), default="wandb")
-    p.add_argument("--workers", type=_positive, default=None, help="runs at a time (default: cores)")
+    p.add_argument(
+        "--workers", type=_positive, default=None, help="runs at a time (default: cores)"
+    )
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument(
         "--set",
@@ -67,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--wandb-project", default="tdrl-bench", help="W&B project")
     p.add_argument("--last-k", type=_positive, default=5, help="last tests pooled in the IQM")
-    p.add_argument("--keep-checkpoints", action="store_true", help="keep finished runs' checkpoints")
+    p.add_argument(
+        "--keep-checkpoints", action="store_true", help="keep finished runs' checkpoints"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -101,11 +119,13 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[Any]]:
             parser.error(f"--algos: expected names from {', '.join(known)}, got {algo!r}")
     import gymnasium
 
+    spaces = {}
     for task in args.tasks:
         try:
             gymnasium.spec(task)
         except gymnasium.error.Error as exc:
             parser.error(f"--tasks: {task!r} is not a gymnasium id ({str(exc).splitlines()[0]})")
+        spaces[task] = _action_space(task)
     for algo in args.algos:
         for task in args.tasks:
             try:
@@ -115,6 +135,11 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[Any]]:
                 parser.error(str(exc).splitlines()[0])
             if entry.needs_dataset:
                 parser.error(f"--algos: {algo} learns from a dataset; tdrl bench trains online")
+            if entry.action_space not in ("any", spaces[task]):
+                parser.error(
+                    f"--algos: {algo} needs a {entry.action_space} action space; {task} has "
+                    f"a {spaces[task]} one"
+                )
     specs = plan_sweep(
         args.algos,
         args.tasks,
