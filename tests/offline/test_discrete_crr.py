@@ -347,3 +347,49 @@ def test_truncated_steps_bootstrap_deliberately_unlike_tianshou() -> None:
     assert got["loss_actor"] == pytest.approx(stats.actor_loss, rel=1e-5)
     assert got["loss_cql"] == pytest.approx(3.0 * stats.cql_loss, rel=1e-5)
     assert got["loss_qvalue"] != pytest.approx(stats.critic_loss, rel=1e-5)
+
+
+# ---------------------------------------------------------------------------- the preset
+def test_preset_builds_and_checks_the_dataset() -> None:
+    import tdrl
+    from tdrl import registry
+    from tdrl.data.buffer import ReplayBuffer
+    from tdrl.data.datasets import DatasetError
+
+    p: Any = registry.entry("discrete_crr", "CartPole-v1").preset
+    assert (
+        p.threshold == 180.0 and registry.entry("discrete_crr", "CartPole-v1").trainer == "offline"
+    )
+    with pytest.raises(registry.PresetError, match="discrete_crr learns from a dataset"):
+        tdrl.make_algorithm("discrete_crr", "CartPole-v1")
+    z = np.zeros(3, dtype=bool)
+    good = ReplayBuffer.from_data(
+        np.zeros((3, 4), np.float32), np.zeros(3, np.int64), np.ones(3, np.float32), z, z, z,
+        np.zeros((3, 4), np.float32),
+    )  # fmt: skip
+    alg = tdrl.make_algorithm("discrete_crr", "CartPole-v1", dataset=good)
+    assert type(alg).__name__ == "DiscreteCRR"
+    bad = ReplayBuffer.from_data(
+        np.zeros((3, 3), np.float32), np.zeros(3, np.int64), np.ones(3, np.float32), z, z, z,
+        np.zeros((3, 3), np.float32),
+    )  # fmt: skip
+    with pytest.raises(DatasetError, match="observations of shape"):
+        tdrl.make_algorithm("discrete_crr", "CartPole-v1", dataset=bad)
+
+
+@pytest.mark.slow
+def test_cartpole_preset_reaches_threshold(tmp_path: Any, cartpole_dataset: str) -> None:
+    from tdrl.launch import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig(
+        algo="discrete_crr",
+        task="CartPole-v1",
+        seed=0,
+        logger="none",
+        log_dir=str(tmp_path),
+        show_progress=False,
+        plot=False,
+        dataset=cartpole_dataset,
+    )
+    result, _ = run_experiment(cfg)
+    assert result.best_reward >= 180.0

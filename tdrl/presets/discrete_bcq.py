@@ -1,0 +1,120 @@
+"""Discrete BCQ presets (plain data; the builder imports torch when called).
+
+Offline (``tdrl train discrete_bcq CartPole-v1 --dataset FILE.hdf5``), from the data that
+``tdrl gather dqn CartPole-v1`` writes; success threshold 185 (the issue's; the registry's
+stop threshold of the task, 195, still stops a run early when a test reaches it).
+
+Starting point: Tianshou 2.0.1's ``test/offline/test_discrete_bcq.py``: a Q network and an
+imitator on one shared first layer (64) with two 64-unit ReLU layers each, Adam 3e-4,
+gamma 0.99, 3-step returns, a target sync every 320 gradient steps, ``tau = 0.6``,
+logits penalty 0.01, batch 64, 5 epochs of 2000 gradient steps, epsilon 0.001 when
+testing, 100 test episodes. (Tianshou's test heads end in a softmax, so its "Q-values" are
+probabilities; here the Q head and the imitator output raw values and logits.) Changes
+for speed, see the sweep in the module's history: see :class:`DiscreteBCQPreset`.
+
+>>> p = DiscreteBCQPreset()
+>>> p.task, p.unlikely_action_threshold, p.n_step
+('CartPole-v1', 0.6, 3)
+>>> p.replace(unlikely_action_threshold=1.0)
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: discrete_bcq preset field 'unlikely_action_threshold': expected a \
+float in [0, 1), got 1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tdrl.registry import Preset, register
+
+__all__ = ["DiscreteBCQPreset", "build"]
+
+
+@dataclass(frozen=True)
+class DiscreteBCQPreset(Preset):
+    """Discrete BCQ hyperparameters and offline-trainer settings (defaults: CartPole-v1).
+
+    Network: a shared first layer of ``hidden_sizes[0]`` units, then a Q head and an
+    imitation head of ``hidden_sizes[1:]`` each. ``step_per_epoch`` counts gradient steps;
+    the test collector adds ``eps_test`` random actions.
+    """
+
+    algo: ClassVar[str] = "discrete_bcq"
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        "unlikely_action_threshold": ("in [0, 1)", lambda v: 0 <= v < 1),
+        "imitation_logits_penalty": (">= 0", lambda v: v >= 0),
+    }
+
+    task: str = "CartPole-v1"
+    threshold: float | None = 185.0
+    hidden_sizes: tuple[int, ...] = (64, 64, 64)
+    lr: float = 3e-4
+    gamma: float = 0.99
+    n_step: int = 3
+    target_update_freq: int = 320
+    unlikely_action_threshold: float = 0.6
+    imitation_logits_penalty: float = 0.01
+    eps_test: float = 0.001
+    test_num: int = 20
+    max_epochs: int = 20
+    step_per_epoch: int = 500
+    batch_size: int = 64
+
+
+def build(
+    p: DiscreteBCQPreset, observation_space: Any, action_space: Any, dataset: Any = None
+) -> Any:
+    """Create the shared-trunk Q network and imitator, the policy and the algorithm; a
+    dataset that does not fit the spaces is a one-line error.
+
+    >>> import gymnasium as gym
+    >>> alg = build(DiscreteBCQPreset(hidden_sizes=(8, 8)), gym.spaces.Box(-1, 1, (4,)),
+    ...             gym.spaces.Discrete(2))
+    >>> type(alg).__name__, alg.n_step, alg.policy.model[0] is alg.policy.imitator[0]
+    ('DiscreteBCQ', 3, True)
+    """
+    import numpy as np
+    from torch import nn
+
+    from tdrl.algorithm.imitation.discrete_bcq import DiscreteBCQ, DiscreteBCQPolicy
+    from tdrl.utils.net import MLP
+
+    if dataset is not None:
+        from tdrl.data.datasets import check_spaces
+
+        check_spaces(dataset, observation_space, action_space)
+    d, n = int(np.prod(observation_space.shape)), int(action_space.n)
+    trunk = MLP(d, 0, p.hidden_sizes[:1])
+    width = trunk.output_dim
+    model = nn.Sequential(trunk, MLP(width, n, p.hidden_sizes[1:]))
+    imitator = nn.Sequential(trunk, MLP(width, n, p.hidden_sizes[1:]))
+    policy = DiscreteBCQPolicy(
+        model=model,
+        imitator=imitator,
+        action_space=action_space,
+        observation_space=observation_space,
+        unlikely_action_threshold=p.unlikely_action_threshold,
+        eps_inference=p.eps_test,
+    )
+    return DiscreteBCQ(
+        policy=policy,
+        optim=p.lr,
+        gamma=p.gamma,
+        n_step=p.n_step,
+        target_update_freq=p.target_update_freq,
+        imitation_logits_penalty=p.imitation_logits_penalty,
+    )
+
+
+register(
+    "discrete_bcq",
+    "classic",
+    DiscreteBCQPreset(),
+    builder="tdrl.presets.discrete_bcq:build",
+    trainer="offline",
+    exploration_noise=True,  # eps_test random actions when testing
+    action_space="discrete",
+)

@@ -1,0 +1,111 @@
+"""Discrete CQL presets (plain data; the builder imports torch when called).
+
+Offline (``tdrl train discrete_cql CartPole-v1 --dataset FILE.hdf5``), from the data that
+``tdrl gather dqn CartPole-v1`` writes; success threshold 170 (the issue's; the registry's
+stop threshold of the task, 195, still stops a run early when a test reaches it).
+
+Starting point: Tianshou 2.0.1's ``test/offline/test_discrete_cql.py``: one 64-unit ReLU
+layer with 200 quantiles per action, Adam 3e-3, gamma 0.99, 3-step returns, a target sync
+every 500 gradient steps, CQL weight 10, batch 32, 5 epochs of 1000 gradient steps,
+epsilon 0.001 when testing, 100 test episodes. Changes: see :class:`DiscreteCQLPreset`.
+
+>>> p = DiscreteCQLPreset()
+>>> p.task, p.min_q_weight, p.n_step
+('CartPole-v1', 10.0, 3)
+>>> p.replace(num_quantiles=1)
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: discrete_cql preset field 'num_quantiles': expected an int >= 2, got 1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tdrl.registry import Preset, register
+
+__all__ = ["DiscreteCQLPreset", "build"]
+
+
+@dataclass(frozen=True)
+class DiscreteCQLPreset(Preset):
+    """Discrete CQL hyperparameters and offline-trainer settings (defaults: CartPole-v1).
+
+    Network: an MLP trunk of ``hidden_sizes`` with ``num_quantiles`` quantile values per
+    action. ``step_per_epoch`` counts gradient steps; the test collector adds ``eps_test``
+    random actions.
+    """
+
+    algo: ClassVar[str] = "discrete_cql"
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        "num_quantiles": (">= 2", lambda v: v >= 2),
+        "min_q_weight": (">= 0", lambda v: v >= 0),
+    }
+
+    task: str = "CartPole-v1"
+    threshold: float | None = 170.0
+    hidden_sizes: tuple[int, ...] = (64,)
+    num_quantiles: int = 50
+    lr: float = 3e-3
+    gamma: float = 0.99
+    n_step: int = 3
+    target_update_freq: int = 500
+    min_q_weight: float = 10.0
+    eps_test: float = 0.001
+    test_num: int = 20
+    max_epochs: int = 10
+    step_per_epoch: int = 500
+    batch_size: int = 32
+
+
+def build(
+    p: DiscreteCQLPreset, observation_space: Any, action_space: Any, dataset: Any = None
+) -> Any:
+    """Create the quantile network, the policy and the algorithm; a dataset that does not
+    fit the spaces is a one-line error.
+
+    >>> import gymnasium as gym
+    >>> alg = build(DiscreteCQLPreset(hidden_sizes=(8,), num_quantiles=16),
+    ...             gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
+    >>> type(alg).__name__, alg.num_quantiles, alg.min_q_weight
+    ('DiscreteCQL', 16, 10.0)
+    """
+    import numpy as np
+
+    from tdrl.algorithm.imitation.discrete_cql import DiscreteCQL
+    from tdrl.algorithm.modelfree.qrdqn import QRDQNPolicy
+    from tdrl.utils.net_distributional import DistributionalQNet
+
+    if dataset is not None:
+        from tdrl.data.datasets import check_spaces
+
+        check_spaces(dataset, observation_space, action_space)
+    d, n = int(np.prod(observation_space.shape)), int(action_space.n)
+    policy = QRDQNPolicy(
+        model=DistributionalQNet(d, n, p.num_quantiles, p.hidden_sizes),
+        action_space=action_space,
+        observation_space=observation_space,
+        eps_inference=p.eps_test,
+    )
+    return DiscreteCQL(
+        policy=policy,
+        optim=p.lr,
+        min_q_weight=p.min_q_weight,
+        gamma=p.gamma,
+        num_quantiles=p.num_quantiles,
+        n_step=p.n_step,
+        target_update_freq=p.target_update_freq,
+    )
+
+
+register(
+    "discrete_cql",
+    "classic",
+    DiscreteCQLPreset(),
+    builder="tdrl.presets.discrete_cql:build",
+    trainer="offline",
+    exploration_noise=True,  # eps_test random actions when testing
+    action_space="discrete",
+)

@@ -1,0 +1,125 @@
+"""Discrete CRR presets (plain data; the builder imports torch when called).
+
+Offline (``tdrl train discrete_crr CartPole-v1 --dataset FILE.hdf5``), from the data that
+``tdrl gather dqn CartPole-v1`` writes; success threshold 180 (the issue's; the registry's
+stop threshold of the task, 195, still stops a run early when a test reaches it).
+
+Starting point: Tianshou 2.0.1's ``test/offline/test_discrete_crr.py``: an actor and a
+critic on one shared first layer (64) with two 64-unit ReLU layers each, Adam 7e-4, gamma
+0.99, the "exp" weight (beta 1, bound 20), CQL weight 10, a target sync every 320
+gradient steps, batch 64, 5 epochs of 1000 gradient steps, 100 test episodes, actions
+sampled when testing. Changes: see :class:`DiscreteCRRPreset`.
+
+>>> p = DiscreteCRRPreset()
+>>> p.task, p.policy_improvement_mode, p.target_update_freq
+('CartPole-v1', 'exp', 320)
+>>> p.replace(policy_improvement_mode="max")
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: discrete_crr preset field 'policy_improvement_mode': expected a \
+str in ('exp', 'binary', 'all'), got 'max'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tdrl.registry import Preset, register
+
+__all__ = ["DiscreteCRRPreset", "build"]
+
+
+@dataclass(frozen=True)
+class DiscreteCRRPreset(Preset):
+    """Discrete CRR hyperparameters and offline-trainer settings (defaults: CartPole-v1).
+
+    Network: a shared first layer of ``hidden_sizes[0]`` units, then an actor head and a
+    critic head of ``hidden_sizes[1:]`` each. ``step_per_epoch`` counts gradient steps;
+    ``deterministic_eval``: test with the most probable action (else sample).
+    """
+
+    algo: ClassVar[str] = "discrete_crr"
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        "policy_improvement_mode": (
+            "in ('exp', 'binary', 'all')",
+            lambda v: v in ("exp", "binary", "all"),
+        ),
+        "ratio_upper_bound": ("> 0", lambda v: v > 0),
+        "beta": ("> 0", lambda v: v > 0),
+        "min_q_weight": (">= 0", lambda v: v >= 0),
+    }
+
+    task: str = "CartPole-v1"
+    threshold: float | None = 180.0
+    hidden_sizes: tuple[int, ...] = (64, 64, 64)
+    lr: float = 7e-4
+    gamma: float = 0.99
+    policy_improvement_mode: str = "exp"
+    ratio_upper_bound: float = 20.0
+    beta: float = 1.0
+    min_q_weight: float = 10.0
+    target_update_freq: int = 320
+    deterministic_eval: bool = False
+    test_num: int = 20
+    max_epochs: int = 10
+    step_per_epoch: int = 500
+    batch_size: int = 64
+
+
+def build(
+    p: DiscreteCRRPreset, observation_space: Any, action_space: Any, dataset: Any = None
+) -> Any:
+    """Create the shared-trunk actor and critic, the policy and the algorithm; a dataset
+    that does not fit the spaces is a one-line error.
+
+    >>> import gymnasium as gym
+    >>> alg = build(DiscreteCRRPreset(hidden_sizes=(8, 8)), gym.spaces.Box(-1, 1, (4,)),
+    ...             gym.spaces.Discrete(2))
+    >>> type(alg).__name__, alg.policy.actor[0] is alg.critic[0]
+    ('DiscreteCRR', True)
+    """
+    import numpy as np
+    from torch import nn
+
+    from tdrl.algorithm.imitation.discrete_crr import DiscreteCRR, DiscreteCRRPolicy
+    from tdrl.utils.net import MLP
+
+    if dataset is not None:
+        from tdrl.data.datasets import check_spaces
+
+        check_spaces(dataset, observation_space, action_space)
+    d, n = int(np.prod(observation_space.shape)), int(action_space.n)
+    trunk = MLP(d, 0, p.hidden_sizes[:1])
+    width = trunk.output_dim
+    actor = nn.Sequential(trunk, MLP(width, n, p.hidden_sizes[1:]))
+    critic = nn.Sequential(trunk, MLP(width, n, p.hidden_sizes[1:]))
+    policy = DiscreteCRRPolicy(
+        actor=actor,
+        action_space=action_space,
+        observation_space=observation_space,
+        deterministic_eval=p.deterministic_eval,
+    )
+    return DiscreteCRR(
+        policy=policy,
+        critic=critic,
+        optim=p.lr,
+        gamma=p.gamma,
+        policy_improvement_mode=p.policy_improvement_mode,  # type: ignore[arg-type]
+        ratio_upper_bound=p.ratio_upper_bound,
+        beta=p.beta,
+        min_q_weight=p.min_q_weight,
+        target_update_freq=p.target_update_freq,
+    )
+
+
+register(
+    "discrete_crr",
+    "classic",
+    DiscreteCRRPreset(),
+    builder="tdrl.presets.discrete_crr:build",
+    trainer="offline",
+    exploration_noise=False,
+    action_space="discrete",
+)
