@@ -12,6 +12,7 @@ per vector step, and the policy runs under ``torch.inference_mode()``.
 
 from __future__ import annotations
 
+import math
 import pickle
 import sys
 import time
@@ -97,6 +98,23 @@ def first_nonfinite(x: Tree, key: str) -> tuple[str, int, Any] | None:
     row = int(np.flatnonzero(~flat.all(axis=1))[0])
     bad = arr.reshape(flat.shape)[row][~flat[row]][0]
     return key, row, bad.item()
+
+
+_add_reduce = np.add.reduce
+
+
+def _surely_finite(x: Tree) -> bool:
+    """Cheap test: ``True`` when ``x`` surely holds no NaN/inf (integer or bool arrays, or
+    float arrays of 32 bits or more whose sum is finite); ``False`` means "look closer"
+    (:func:`first_nonfinite`), e.g. for tensors or a sum that overflowed."""
+    if type(x) is np.ndarray:
+        kind = x.dtype.kind
+        if kind in "biu":
+            return True
+        return kind == "f" and x.dtype.itemsize >= 4 and math.isfinite(_add_reduce(x, None))
+    if isinstance(x, Mapping):
+        return all(_surely_finite(v) for v in x.values())
+    return False
 
 
 def _check_policy(policy: Any) -> None:
@@ -401,7 +419,7 @@ class Collector:
         ``step`` is ``(obs, act, rew, terminated, truncated, obs_next)`` of the envs
         ``env_ids``; ``stored`` is the policy's data to keep (or ``None``).
         """
-        if self.check_finite:
+        if self.check_finite and not (_surely_finite(step[2]) and _surely_finite(step[5])):
             self._check_finite(env_ids, step[2], step[5], "step()")
         keys = ("obs", "act", "rew", "terminated", "truncated", "obs_next")
         data: dict[str, Any] = dict(zip(keys, step))
@@ -415,6 +433,8 @@ class Collector:
     def _check_finite(self, env_ids: np.ndarray, rew: Any, obs: Tree, source: str) -> None:
         """Raise :class:`NonFiniteError` if ``rew`` or a floating leaf of ``obs`` (one row
         per env of ``env_ids``) holds a NaN or an infinity."""
+        if (rew is None or _surely_finite(rew)) and _surely_finite(obs):
+            return
         found = None if rew is None else first_nonfinite(rew, "rew")
         if found is None:
             found = first_nonfinite(obs, "obs_next" if rew is not None else "obs")
