@@ -331,7 +331,7 @@ def add_preset_flags(parser: argparse.ArgumentParser, preset: registry.Preset) -
             group.add_argument(
                 *flags,
                 dest=dest,
-                nargs="+",
+                nargs="*",
                 action=_Store,
                 default=argparse.SUPPRESS,
                 type=_value_type("int", False, expected),
