@@ -4,9 +4,9 @@
 :func:`tdrl.launch.build_experiment` (the preset for the task, its budget mapped onto
 epochs, no stop threshold, a checkpoint after every epoch) into the run's own directory
 ``OUT/ALGO/TASK/seedS/``. Whatever the logger, CSV goes there too (:class:`BenchLogger`).
-When the directory holds a checkpoint the run continues from it: the CSV rows logged
-after that checkpoint are dropped first (they are logged again), and the wall time spent
-before it is carried over. A finished run writes ``done.json`` and deletes its
+When the directory holds a checkpoint the run continues from it (the launcher drops the
+CSV rows logged after that checkpoint first: they are logged again), and the wall time
+spent up to it is carried over. A finished run writes ``done.json`` and deletes its
 checkpoint (``keep_checkpoint=True`` keeps it).
 
 Command line (what the local worker pool and the Ray tasks start, one process per run)::
@@ -16,7 +16,6 @@ Command line (what the local worker pool and the Ray tasks start, one process pe
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import os
 import secrets
@@ -34,40 +33,12 @@ from tdrl.benchmark.plan import (
     read_json,
     write_json,
 )
-from tdrl.utils.logger.base import SCOPE_STEP, BaseLogger
+from tdrl.utils.logger.base import BaseLogger
 
-__all__ = ["BenchLogger", "main", "prepare_run", "run", "truncate_csv"]
+__all__ = ["BenchLogger", "main", "prepare_run", "run"]
 
 CHECKPOINT_FILE = "checkpoint.pt"
 WANDB_ID_FILE = "wandb_id.txt"
-
-
-def truncate_csv(path: str | os.PathLike[str], column: str, last: float) -> int:
-    """Drop the rows of a CSV log whose ``column`` exceeds ``last``; return how many.
-
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "test.csv"
-    >>> _ = p.write_text("env_step,test/r\\n10,1.0\\n20,2.0\\n30,3.0\\n")
-    >>> truncate_csv(p, "env_step", 20), p.read_text().splitlines()
-    (1, ['env_step,test/r', '10,1.0', '20,2.0'])
-    """
-    path = Path(path)
-    if not path.is_file():
-        return 0
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        header = list(reader.fieldnames or [])
-        rows = list(reader)
-    keep = [r for r in rows if r.get(column) in (None, "") or float(r[column]) <= last]
-    if len(keep) == len(rows):
-        return 0
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(keep)
-    os.replace(tmp, path)
-    return len(rows) - len(keep)
 
 
 class BenchLogger(BaseLogger):
@@ -184,19 +155,12 @@ def prepare_run(spec: RunSpec) -> Path:
     return d
 
 
-def _resume_point(run_dir: Path, trainer: Any) -> float:
-    """Load the run's checkpoint into ``trainer``, drop the CSV rows logged after it and
-    return the wall time spent up to it."""
-    from tdrl.trainer.checkpoint import load_checkpoint
-
-    load_checkpoint(trainer, run_dir / CHECKPOINT_FILE)
-    r = trainer.result
-    for scope, step_name in SCOPE_STEP.items():
-        last = {"env_step": r.env_step, "gradient_step": r.gradient_step, "epoch": r.epoch}
-        truncate_csv(run_dir / f"{scope}.csv", step_name, last[step_name])
+def _wall_at(run_dir: Path, epoch: int) -> tuple[float, dict[str, float]]:
+    """The wall time the run had spent at the end of ``epoch`` (its checkpoint), and the
+    per-epoch wall times up to it, from ``progress.json``."""
     progress = read_json(run_dir / PROGRESS_FILE) or {}
-    walls = progress.get("walls", {})
-    return float(walls.get(str(r.epoch), progress.get("wall_s", 0.0)))
+    walls = {k: float(v) for k, v in progress.get("walls", {}).items() if int(k) <= epoch}
+    return walls.get(str(epoch), float(progress.get("wall_s", 0.0))), walls
 
 
 def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
@@ -220,20 +184,16 @@ def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
         "threshold": None,  # a benchmark never stops early
     }
 
-    @dataclasses.dataclass
-    class _Config(ExperimentConfig):
-        def run_name(self) -> str:  # the run directory is OUT/ALGO/TASK/seedS
-            return f"seed{self.seed}"
-
     resuming = (d / CHECKPOINT_FILE).is_file()
-    cfg = _Config(
+    cfg = ExperimentConfig(
         algo=spec.algo,
         task=spec.task,
         seed=spec.seed,
         logger="none",  # the bench's own loggers below
         log_dir=str(d.parent),
+        run_dir=str(d),
         checkpoint=True,
-        resume=resuming,
+        resume=resuming,  # the launcher drops the CSV rows logged after the checkpoint
         show_progress=False,
         plot=False,
         overrides=overrides,
@@ -253,14 +213,11 @@ def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
     write_json(d / SPEC_FILE, record)
     wall_offset = 0.0
     walls: dict[str, float] = {}
-    if resuming:
-        wall_offset = _resume_point(d, exp.trainer)
-        walls = {
-            k: v
-            for k, v in (read_json(d / PROGRESS_FILE) or {}).get("walls", {}).items()
-            if int(k) <= exp.trainer.result.epoch
-        }
-        print(f"resuming {spec.name} at epoch {exp.trainer.result.epoch}", flush=True)
+    state = getattr(exp.trainer, "resume_state", None)
+    if resuming and state is not None:
+        epoch = int(state["trainer"]["epoch"])
+        wall_offset, walls = _wall_at(d, epoch)
+        print(f"resuming {spec.name} at epoch {epoch}", flush=True)
     logger = BenchLogger(d, _make_loggers(spec, d, exp.preset), start, wall_offset, walls)
     exp.trainer.logger = exp.logger = logger
     result = exp.run()
