@@ -1100,9 +1100,17 @@ class Algorithm(LossModule):
         postprocess); the last step's stats are returned. On-policy: the whole buffer in
         ``sample_indices(0)`` order, preprocess, then ``repeat`` epochs of minibatches of
         ``batch_size`` (``None``: full batch). LR schedulers step once per call.
+
+        ``buffer=None`` does nothing (``{}``, as in Tianshou); an empty buffer, a
+        ``batch_size`` that is not positive (off-policy) or negative (on-policy: ``None``
+        and ``0`` mean the whole buffer as one batch) or ``repeat < 1`` raise a
+        ``ValueError``. A ``batch_size`` beyond ``len(buffer)`` draws that many samples
+        with replacement (off-policy) or makes one minibatch of the whole buffer
+        (on-policy), as in Tianshou.
         """
-        if buffer is None or len(buffer) == 0:
+        if buffer is None:
             return {}
+        _check_update_args(self.on_policy, buffer, batch_size, repeat)
         stats: dict[str, float] = {}
         self._in_update = True
         with (
@@ -1116,10 +1124,7 @@ class Algorithm(LossModule):
                 stats = self._update_with_batch(batch, batch_size, repeat)
                 self.postprocess(batch, buffer, indices)
             else:
-                if batch_size is None:
-                    raise ValueError(
-                        "batch_size: expected an int for an off-policy update, got None"
-                    )
+                assert batch_size is not None  # _check_update_args
                 for _ in range(repeat):
                     batch, indices = buffer.sample(batch_size)
                     batch = self._on_device(batch)
@@ -1176,6 +1181,28 @@ class Algorithm(LossModule):
         self._stage_calls = int(c.get("stage_calls", 0))
         for st, last in zip(self._stages, c.get("stage_last", [])):
             st.last = [(k, v) for k, v in last]
+
+
+def _check_update_args(on_policy: bool, buffer: Any, batch_size: Any, repeat: Any) -> None:
+    """Raise a ``ValueError`` naming the argument of :meth:`Algorithm.update` that is bad."""
+    if len(buffer) == 0:
+        raise ValueError(
+            "buffer: expected a buffer holding transitions, got an empty one (len 0); "
+            "collect data before updating"
+        )
+    is_int = isinstance(batch_size, (int, np.integer)) and not isinstance(batch_size, bool)
+    if on_policy:
+        if batch_size is not None and (not is_int or batch_size < 0):
+            raise ValueError(
+                "batch_size: expected a minibatch size > 0, or None or 0 for the whole buffer "
+                f"as one batch (on-policy update), got {batch_size!r}"
+            )
+    elif not is_int or batch_size <= 0:
+        raise ValueError(
+            f"batch_size: expected an int > 0 for an off-policy update, got {batch_size!r}"
+        )
+    if not isinstance(repeat, (int, np.integer)) or isinstance(repeat, bool) or repeat < 1:
+        raise ValueError(f"repeat: expected an int >= 1, got {repeat!r}")
 
 
 def _floats(logged: Sequence[tuple[str, torch.Tensor]]) -> dict[str, float]:
