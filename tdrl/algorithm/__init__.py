@@ -71,6 +71,8 @@ _EXPORTS = {
     "PiecewiseLinearSchedule": "tdrl.algorithm.exploration",
     "BC": "tdrl.algorithm.imitation.bc",
     "ImitationPolicy": "tdrl.algorithm.imitation.bc",
+    "TD3BC": "tdrl.algorithm.imitation.td3_bc",
+    "TD3BCPolicy": "tdrl.algorithm.imitation.td3_bc",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }

@@ -18,7 +18,7 @@ from typing import Any
 
 _MODULES = {
     "bc": ("BC", "ImitationPolicy"),
-    "td3_bc": ("TD3BC", "NormalizedActor", "ObsNormalizer"),
+    "td3_bc": ("TD3BC", "TD3BCPolicy", "dataset_obs_rms"),
     "iql": ("IQL", "IQLPolicy"),
     "bcq": ("BCQ", "BCQPolicy"),
     "cql": ("CQL",),

@@ -1,0 +1,126 @@
+"""TD3+BC presets (plain data; the builder imports torch when called).
+
+``classic`` (tuned on Pendulum-v1 from ``tdrl gather sac Pendulum-v1`` data, threshold
+-300) starts from Tianshou's ``test/offline/test_td3_bc.py``: 64x64 networks, actor and
+critic lr 1e-3, alpha 2.5, policy noise 0.2 clipped at 0.5, an actor step every 2 critic
+steps, tau 0.005, gamma 0.99, n-step 3, batch 64, 500 gradient steps per epoch. Observations
+are normalized with the dataset's mean and std (``norm_obs``, as Tianshou's
+``examples/offline/d4rl_td3_bc.py``); the normalizer lives in the policy.
+
+>>> p = TD3BCPreset()
+>>> p.alpha, p.norm_obs, p.threshold
+(2.5, True, -300.0)
+>>> p.replace(alpha=0.0)
+Traceback (most recent call last):
+...
+tdrl.registry.PresetError: td3_bc preset field 'alpha': expected a float > 0, got 0.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tdrl.registry import Preset, register
+
+__all__ = ["TD3BCPreset", "build"]
+
+
+@dataclass(frozen=True)
+class TD3BCPreset(Preset):
+    """TD3+BC hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
+
+    ``step_per_epoch`` counts gradient steps; ``norm_obs`` normalizes observations with
+    the dataset's statistics.
+    """
+
+    algo: ClassVar[str] = "td3_bc"
+    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        "policy_noise": (">= 0", lambda v: v >= 0),
+        "noise_clip": (">= 0", lambda v: v >= 0),
+        "update_actor_freq": (">= 1", lambda v: v >= 1),
+    }
+
+    task: str = "Pendulum-v1"
+    threshold: float | None = -300.0
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    alpha: float = 2.5
+    gamma: float = 0.99
+    tau: float = 0.005
+    policy_noise: float = 0.2
+    noise_clip: float = 0.5
+    update_actor_freq: int = 2
+    n_step: int = 3
+    norm_obs: bool = True
+    test_num: int = 10
+    max_epochs: int = 20
+    step_per_epoch: int = 500
+    batch_size: int = 64
+
+
+def build(p: TD3BCPreset, observation_space: Any, action_space: Any, dataset: Any = None) -> Any:
+    """Create the networks, the normalizing policy and
+    :class:`~tdrl.algorithm.imitation.td3_bc.TD3BC`; with ``norm_obs``, the normalizer's
+    statistics come from ``dataset`` (without one, e.g. to load a checkpoint into, they are
+    the identity until loaded).
+
+    >>> import gymnasium as gym
+    >>> alg = build(TD3BCPreset(hidden_sizes=(8,)), gym.spaces.Box(-1, 1, (3,)),
+    ...             gym.spaces.Box(-2, 2, (1,)))
+    >>> type(alg).__name__, alg.alpha, alg.policy.obs_rms.mean.tolist()
+    ('TD3BC', 2.5, [0.0, 0.0, 0.0])
+    """
+    import math
+
+    import numpy as np
+
+    from tdrl.algorithm.imitation.td3_bc import TD3BC, TD3BCPolicy, dataset_obs_rms
+    from tdrl.utils.net import DeterministicActor, QCritic
+    from tdrl.utils.normalize import TIANSHOU_EPS, RunningNorm
+
+    if dataset is not None:
+        from tdrl.data.datasets import check_spaces
+
+        check_spaces(dataset, observation_space, action_space)
+    d = int(np.prod(observation_space.shape))
+    a = int(np.prod(action_space.shape))
+    obs_rms = None
+    if p.norm_obs:
+        if dataset is not None:
+            obs_rms = dataset_obs_rms(dataset)
+        else:  # (almost) the identity until a checkpoint's statistics are loaded
+            obs_rms = RunningNorm(observation_space.shape, clip=math.inf, eps=TIANSHOU_EPS)
+    policy = TD3BCPolicy(
+        actor=DeterministicActor(d, a, p.hidden_sizes),
+        action_space=action_space,
+        observation_space=observation_space,
+        obs_rms=obs_rms,
+    )
+    return TD3BC(
+        policy=policy,
+        policy_optim=p.actor_lr,
+        critic=QCritic(d, a, p.hidden_sizes),
+        critic_optim=p.critic_lr,
+        critic2=QCritic(d, a, p.hidden_sizes),
+        tau=p.tau,
+        gamma=p.gamma,
+        policy_noise=p.policy_noise,
+        noise_clip=p.noise_clip,
+        update_actor_freq=p.update_actor_freq,
+        alpha=p.alpha,
+        n_step=p.n_step,
+    )
+
+
+register(
+    "td3_bc",
+    "classic",
+    TD3BCPreset(),
+    builder="tdrl.presets.td3_bc:build",
+    trainer="offline",
+    exploration_noise=False,
+    action_space="continuous",
+)
