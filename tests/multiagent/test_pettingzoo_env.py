@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from pettingzoo.butterfly import pistonball_v6
 from pettingzoo.classic import tictactoe_v3
+from pettingzoo.utils.env import ParallelEnv
 from torch import nn
 
 from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
@@ -127,3 +129,68 @@ def test_pistonball_smoke_training_with_a_shared_policy() -> None:
     )  # 3 pistons x 60 steps, one ring per (env, piston)
     assert dqn.n_updates == 12
     assert time.perf_counter() - start < 30
+
+
+class _Race(ParallelEnv):  # type: ignore[misc]
+    """Two runners; action 1 moves one square. ``a`` earns 1 per move and stops after 2
+    steps (terminated), ``b`` earns 2 per move and runs 4 steps (truncated)."""
+
+    metadata = {"name": "race"}  # noqa: RUF012
+    possible_agents = ["a", "b"]  # noqa: RUF012
+
+    def __init__(self) -> None:
+        self._obs_space = gym.spaces.Box(0.0, 10.0, (1,), np.float32)
+        self._act_space = gym.spaces.Discrete(2)
+
+    def observation_space(self, agent: str) -> gym.Space:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> gym.Space:
+        return self._act_space
+
+    def reset(self, seed=None, options=None):  # type: ignore[no-untyped-def]
+        self.agents = list(self.possible_agents)
+        self.pos = {"a": 0.0, "b": 0.0}
+        self.t = 0
+        return {a: np.array([0.0], np.float32) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions):  # type: ignore[no-untyped-def]
+        self.t += 1
+        rew = {}
+        for agent, act in actions.items():
+            self.pos[agent] += act
+            rew[agent] = float(act) * (1.0 if agent == "a" else 2.0)
+        obs = {a: np.array([self.pos[a]], np.float32) for a in actions}
+        term = {a: a == "a" and self.t == 2 for a in actions}
+        trunc = {a: a == "b" and self.t == 4 for a in actions}
+        self.agents = [a for a in self.agents if not (term[a] or trunc[a])]
+        return obs, rew, term, trunc, {a: {} for a in actions}
+
+
+def test_parallel_agents_store_their_own_transitions_and_stop_when_done() -> None:
+    def make() -> PettingZooParallelEnv:
+        return PettingZooParallelEnv(_Race())
+
+    env = make()
+    np.random.seed(0)
+    algs = {  # both explore at random, so moves and rewards vary
+        a: DQN(
+            policy=DQNPolicy(model=nn.Linear(1, 2), action_space=env.action_space, eps_training=1.0)
+        )
+        for a in env.agents
+    }
+    ma = MultiAgentOffPolicyAlgorithm(algs, env.agents)
+    ma.policy.is_within_training_step = True
+    col = MultiAgentCollector(ma, [make], buffer=40, exploration_noise=True, return_reduction=1)
+    stats = col.collect(n_episode=3)
+    assert stats.lens.tolist() == [4, 4, 4]
+    assert col.buffer is not None
+    for k, (steps, scale, flag) in enumerate(((2, 1.0, "terminated"), (4, 2.0, "truncated"))):
+        data = col.buffer[k][col.buffer[k].sample_indices(0)]
+        assert len(data) == 3 * steps
+        moved = data["obs_next"]["obs"][:, 0] - data["obs"]["obs"][:, 0]
+        assert moved.tolist() == data["act"].float().tolist()  # its own next position
+        assert data["rew"].tolist() == (data["act"].float() * scale).tolist()
+        ends = data["done"].numpy()
+        assert ends.sum() == 3 and data[flag].numpy()[ends].all()
+    assert stats.returns.tolist() == stats.agent_returns[:, 1].tolist()
