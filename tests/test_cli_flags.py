@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,11 +62,11 @@ def test_help_loads_no_torch_and_lists_the_task_preset_values(tmp_path: Path) ->
     assert [r[0] for r in results] == [0] * len(argvs)
     assert all(r[3] < 5.0 for r in results), [r[3] for r in results]
     dqn_help, ppo_help = results[2][2], results[3][2]
-    dqn = registry.preset("dqn", "CartPole-v1")
+    dqn: Any = registry.preset("dqn", "CartPole-v1")
     for flag in ("--lr", "--batch-size", "--buffer-size", "--gamma", "--hidden-sizes"):
         assert flag in dqn_help
     assert "preset: 128 128 128" in dqn_help and f"preset: {dqn.lr}" in dqn_help
-    ppo = registry.preset("ppo", "Pendulum-v1")  # a task-specific preset: its own values
+    ppo: Any = registry.preset("ppo", "Pendulum-v1")  # a task-specific preset: its own values
     assert ppo != registry.preset("ppo", "CartPole-v1")
     assert f"preset: {ppo.step_per_collect}" in ppo_help and "Stop threshold: -250" in ppo_help
     for alias in ("--max-epochs", "--epoch-num-steps", "--num-training-envs", "--num-test-envs"):
@@ -123,7 +124,7 @@ def test_the_issue_example_flags_reach_the_preset() -> None:
         "gamma": 0.99,
         "hidden_sizes": (256, 256),
     }
-    p = registry.preset("dqn", "CartPole-v1", **cfg["overrides"])
+    p: Any = registry.preset("dqn", "CartPole-v1", **cfg["overrides"])
     assert (p.lr, p.batch_size, p.hidden_sizes) == (3e-4, 256, (256, 256))
 
 
