@@ -257,7 +257,7 @@ def rebuild(
     policy: Policy = algorithm.policy
     try:
         policy.load_state_dict(weights["policy"])
-    except (RuntimeError, KeyError) as exc:
+    except (RuntimeError, KeyError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0]
         raise CheckpointError(
             f"policy {run / POLICY_FILE}: expected weights of the {cfg['algo']} policy "

@@ -587,6 +587,10 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
         if isinstance(train_envs, NormObsDummyVectorEnv):
             # checkpointed (and restored in place) with the algorithm's state_dict
             algorithm.add_module("obs_rms", train_envs.obs_rms)
+        if resume_state is not None:  # a checkpoint of another network: say so now
+            from tdrl.trainer.checkpoint import load_checkpoint_weights
+
+            load_checkpoint_weights(algorithm, resume_state, run_dir / "checkpoint.pt")
         explicit_warmup = "warmup_steps" in cfg.overrides
         warmup = warmup_steps(preset, explicit=explicit_warmup) if spec.trainer != "offline" else 0
         if hasattr(preset, "warmup_steps"):  # config.yaml records the warm-up it does

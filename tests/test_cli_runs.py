@@ -242,3 +242,16 @@ def test_sigint_saves_a_checkpoint_and_the_run_resumes_from_it(tmp_path: Path) -
     assert rc == 0
     xs = read_csv_log(run / "train.csv")["env_step"]
     assert xs == sorted(xs) and len(set(xs)) == len(xs) and xs[-1] == env_step + 100
+
+
+def test_resuming_with_another_network_exits_2_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _train(tmp_path, "--checkpoint") == 0
+    run = tmp_path / "dqn-CartPole-v1-seed0"
+    files = {p.name: p.read_bytes() for p in run.iterdir()}
+    capsys.readouterr()
+    assert _train(tmp_path, "--resume", "--epochs", "2", "--hidden-sizes", "8") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "checkpoint.pt: expected the weights of this run" in err[0]
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == files

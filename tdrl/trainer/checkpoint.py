@@ -31,6 +31,7 @@ __all__ = [
     "CheckpointError",
     "atomic_save",
     "load_checkpoint",
+    "load_checkpoint_weights",
     "read_checkpoint",
     "rng_state",
     "save_checkpoint",
@@ -151,6 +152,19 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     return state  # type: ignore[no-any-return]
 
 
+def load_checkpoint_weights(algorithm: Any, state: dict[str, Any], path: str | Path) -> None:
+    """Load a checkpoint's algorithm state into ``algorithm``; weights of another algorithm
+    or network shape are a :class:`~tdrl.errors.CheckpointError` naming ``path``."""
+    try:
+        algorithm.load_state_dict(state["algorithm"])
+    except (RuntimeError, KeyError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
+        raise CheckpointError(
+            f"checkpoint {path}: expected the weights of this run's algorithm, got "
+            f"mismatched ones ({first})"
+        ) from exc
+
+
 def load_checkpoint(trainer: Any, path: str | Path, state: dict[str, Any] | None = None) -> None:
     """Restore a run saved by :func:`save_checkpoint` into a freshly built ``trainer``
     (``state``: the file's contents if already read with :func:`read_checkpoint`).
@@ -160,14 +174,7 @@ def load_checkpoint(trainer: Any, path: str | Path, state: dict[str, Any] | None
     """
     if state is None:
         state = read_checkpoint(path)
-    try:
-        trainer.algorithm.load_state_dict(state["algorithm"])
-    except (RuntimeError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
-        raise CheckpointError(
-            f"checkpoint {path}: expected the weights of this run's algorithm, got "
-            f"mismatched ones ({first})"
-        ) from exc
+    load_checkpoint_weights(trainer.algorithm, state, path)
     for name, collector in _collectors(trainer).items():
         if name in state["collectors"]:
             collector.load_state_dict(state["collectors"][name])
