@@ -73,6 +73,7 @@ _EXPORTS = {
     "ImitationPolicy": "tdrl.algorithm.imitation.bc",
     "TD3BC": "tdrl.algorithm.imitation.td3_bc",
     "TD3BCPolicy": "tdrl.algorithm.imitation.td3_bc",
+    "IQL": "tdrl.algorithm.imitation.iql",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }

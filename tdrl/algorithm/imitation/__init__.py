@@ -19,7 +19,7 @@ from typing import Any
 _MODULES = {
     "bc": ("BC", "ImitationPolicy"),
     "td3_bc": ("TD3BC", "TD3BCPolicy", "dataset_obs_rms"),
-    "iql": ("IQL", "IQLPolicy"),
+    "iql": ("IQL", "IQLPolicy", "expectile_loss"),
     "bcq": ("BCQ", "BCQPolicy"),
     "cql": ("CQL",),
     "discrete_bcq": ("DiscreteBCQ", "DiscreteBCQPolicy"),
