@@ -12,9 +12,10 @@ fresh process, one at a time, one torch thread. Run it on an otherwise idle mach
 
 Per run the wall time is the one ``done.json`` records: from the start of the run (after
 the interpreter's imports) to its end -- envs, networks, random warm-up, training, the
-test after every epoch; tdrl's also includes its per-epoch checkpoint, which the Tianshou
-side does not write. The table gives the mean per library and the ratio tdrl / Tianshou
-(goal: <= 0.5). The runs' directories (and their learning curves) stay under ``--out``.
+test after every epoch. Neither side writes checkpoints here (``tdrl bench`` writes one
+per epoch, replay buffer included, to make runs resumable; Tianshou 2.0.1 has none). The
+table gives the mean per library and the ratio tdrl / Tianshou (goal: <= 0.5). The runs'
+directories (and their learning curves) stay under ``--out``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _run(library: str, algo: str, task: str, seed: int, steps: int, out: Path) -
     """One run in a fresh process; its wall time (from its ``done.json``)."""
     from tdrl.benchmark.plan import DONE_FILE, SPEC_FILE, RunSpec, read_json, write_json
 
-    spec = RunSpec(algo, task, seed, steps, str(out), logger="csv", library=library)
+    spec = RunSpec(algo, task, seed, steps, str(out), "csv", library=library, checkpoint=False)
     d = spec.dir
     d.mkdir(parents=True, exist_ok=True)
     write_json(d / SPEC_FILE, {"library": library, "spec": spec.to_dict()})

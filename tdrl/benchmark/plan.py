@@ -96,6 +96,8 @@ class RunSpec:
     :param overrides: preset fields set for this run (beside its budget).
     :param wandb_project: the W&B project.
     :param library: ``"tdrl"``, or a peer's name (its runs go under ``OUT/LIBRARY/``).
+    :param checkpoint: save a checkpoint after every epoch (what makes the run resumable;
+        off only for timing runs).
 
     >>> spec = RunSpec("sac", "Hopper-v5", 2, 100_000, "bench")
     >>> spec.dir.as_posix(), spec.name
@@ -113,6 +115,7 @@ class RunSpec:
     overrides: dict[str, Any] = field(default_factory=dict)
     wandb_project: str = "tdrl-bench"
     library: str = "tdrl"
+    checkpoint: bool = True
 
     @property
     def dir(self) -> Path:

@@ -89,7 +89,7 @@ def run_ray(
     try:
         import ray
     except ImportError as exc:  # pragma: no cover - optional dependency
-        raise ImportError("--backend ray needs ray: pip install 'tdrl[ray]'") from exc
+        raise ImportError("--backend ray needs ray: pip install 'tdrl[bench]'") from exc
     started = False
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")
