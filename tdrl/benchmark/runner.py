@@ -185,6 +185,9 @@ def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
     }
 
     resuming = (d / CHECKPOINT_FILE).is_file()
+    if not resuming:  # a start cut before its first checkpoint: begin afresh
+        for stale in [*d.glob("*.csv"), d / PROGRESS_FILE]:
+            stale.unlink(missing_ok=True)
     cfg = ExperimentConfig(
         algo=spec.algo,
         task=spec.task,

@@ -215,3 +215,28 @@ def test_ray_backend_runs_a_two_run_sweep(tmp_path: Path) -> None:
         assert (run / DONE_FILE).is_file() and (run / "test.csv").is_file()
         assert "best test return" in (run / "stdout.log").read_text()
     assert "| tdrl | sac | Pendulum-v1 | 2 (2) |" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_sweep_stopped_by_a_signal_resumes(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "sig"
+    argv = [sys.executable, "-m", "tdrl.cli", "bench", "--algos", "sac", "--tasks"]
+    argv += ["Pendulum-v1", "--seeds", "1", "--env-steps", "2000", "--out", str(out)]
+    argv += ["--logger", "csv", "--workers", "1", "--no-progress", *TINY]
+    run = out / "sac" / "Pendulum-v1" / "seed0"
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and (read_json(run / PROGRESS_FILE) or {}).get("epoch", 0) < 2:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C: the worker saves a checkpoint and stops
+    assert proc.wait(timeout=120) != 0
+    assert (run / "checkpoint.pt").is_file() and not (run / DONE_FILE).exists()
+    assert bench(out, "--logger", "csv", steps=2000) == 0
+    assert "resuming sac-Pendulum-v1-0 at epoch" in (run / "stdout.log").read_text()
+    steps = np.loadtxt(run / "test.csv", delimiter=",", skiprows=1, usecols=0)
+    assert steps.tolist() == [float(200 * i) for i in range(11)]  # no duplicate rows
