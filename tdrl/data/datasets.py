@@ -478,7 +478,7 @@ def check_spaces(buffer: ReplayBuffer, observation_space: Any, action_space: Any
     >>> check_spaces(buf, gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2))
     Traceback (most recent call last):
     ...
-    tdrl.data.datasets.DatasetError: --dataset: observations of shape (4,) do not fit the environment's observation space of shape (3,)
+    tdrl.data.datasets.DatasetError: --dataset: observations of shape (4,) do not fit the ...
     """
     import gymnasium as gym
 
