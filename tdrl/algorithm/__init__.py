@@ -74,6 +74,11 @@ _EXPORTS = {
     "TD3BC": "tdrl.algorithm.imitation.td3_bc",
     "TD3BCPolicy": "tdrl.algorithm.imitation.td3_bc",
     "IQL": "tdrl.algorithm.imitation.iql",
+    "DiscreteBCQ": "tdrl.algorithm.imitation.discrete_bcq",
+    "DiscreteBCQPolicy": "tdrl.algorithm.imitation.discrete_bcq",
+    "DiscreteCQL": "tdrl.algorithm.imitation.discrete_cql",
+    "DiscreteCRR": "tdrl.algorithm.imitation.discrete_crr",
+    "DiscreteCRRPolicy": "tdrl.algorithm.imitation.discrete_crr",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }
