@@ -393,3 +393,45 @@ def test_cartpole_preset_reaches_threshold(tmp_path: Any, cartpole_dataset: str)
     )
     result, _ = run_experiment(cfg)
     assert result.best_reward >= 180.0
+
+
+def test_trains_in_a_plain_torchrl_loop() -> None:
+    """One Adam over ``loss.parameters()`` on the sum of the terms, TorchRL's HardUpdate for
+    the targets: the losses fall on a fixed TorchRL batch and the targets follow."""
+    from torchrl.objectives import HardUpdate
+
+    alg = _alg(gamma=0.9, target_update_freq=1000, policy_improvement_mode="binary")
+    alg.set_keys(observation="observation", action="action")
+    g = torch.Generator().manual_seed(1)
+    n = 64
+    td = TensorDict(
+        {
+            "observation": torch.randn(n, 4, generator=g),
+            "action": torch.randint(3, (n,), generator=g),
+            "next": {
+                "observation": torch.randn(n, 4, generator=g),
+                "reward": torch.randn(n, 1, generator=g),
+                "done": torch.zeros(n, 1, dtype=torch.bool),
+                "terminated": torch.ones(n, 1, dtype=torch.bool),  # y = r: a fixed target
+            },
+        },
+        [n],
+    )
+    optim = torch.optim.Adam(alg.parameters(), lr=1e-2)
+    updater = HardUpdate(alg, value_network_update_interval=10)
+    first = None
+    for _ in range(30):
+        out = alg(td.clone())
+        total = sum(v for k, v in out.items() if k.startswith("loss_"))
+        first = float(total.detach()) if first is None else first
+        optim.zero_grad()
+        total.backward()
+        optim.step()
+        updater.step()
+    assert float(total.detach()) < first
+    torch.testing.assert_close(
+        alg.target_critic_params["last", "weight"].data,
+        alg.critic.last.weight.data,
+        atol=0.2,
+        rtol=0,
+    )
