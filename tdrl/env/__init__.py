@@ -40,6 +40,7 @@ from tdrl.env.dummy import DummyVectorEnv
 from tdrl.env.envpool_env import EnvPoolVectorEnv
 from tdrl.env.factory import make_vector_env
 from tdrl.env.gym_vector import GymVectorEnvAdapter
+from tdrl.env.nchain import NChainEnv  # importing it registers tdrl/NChain-v0 with gymnasium
 from tdrl.env.subproc import ShmemVectorEnv, SubprocVectorEnv
 
 
@@ -58,6 +59,7 @@ __all__ = [
     "DummyVectorEnv",
     "EnvPoolVectorEnv",
     "GymVectorEnvAdapter",
+    "NChainEnv",
     "ShmemVectorEnv",
     "SubprocVectorEnv",
     "TorchRLVectorEnv",
