@@ -410,7 +410,7 @@ def test_trains_in_a_plain_torchrl_loop() -> None:
         optim.zero_grad()
         total.backward()
         optim.step()
-    assert float(out["loss_imitation"]) < 0.2 and float(out["loss_qvalue"]) < 0.2
+    assert out["loss_imitation"].item() < 0.2 and out["loss_qvalue"].item() < 0.2
     # action 1 never appears in the data: the constrained policy never takes it
     act_td = TensorDict({"observation": torch.randn(256, 4, generator=g)}, [256])
     alg.policy(act_td)
