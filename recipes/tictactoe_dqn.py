@@ -62,7 +62,7 @@ def get_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--epoch", type=int, default=20)
     p.add_argument("--step-per-epoch", type=int, default=1000)
     p.add_argument("--test-games", type=int, default=200, help="games per test phase")
-    p.add_argument("--stop-win-rate", type=float, default=0.96)
+    p.add_argument("--stop-win-rate", type=float, default=0.98)
     p.add_argument("--eval-games", type=int, default=200)
     return p.parse_args(argv)
 
