@@ -3,7 +3,8 @@ final policy weights), and :func:`load_policy`, which rebuilds the trained polic
 
 Layout of ``runs/ALGO-TASK-seedS[-N]/`` (see ``docs/run-directory.md``)::
 
-    config.yaml      algo, task, seed and run options, then every preset field (resolved)
+    config.yaml      algo, task, seed and run options, then every preset field (resolved),
+                     all at the top level
     policy.pt        {"format": "tdrl-policy", "version": 1, "algo", "task",
                       "policy": policy.state_dict(), "obs_rms": RunningNorm state or None}
     checkpoint.pt    the whole run, for --resume (tdrl.trainer.checkpoint)
@@ -19,9 +20,9 @@ Importing this module loads no torch (only :func:`save_policy` and :func:`load_p
 >>> write_run_config(d, {"algo": "dqn", "task": "CartPole-v1", "seed": 3}, p).name
 'config.yaml'
 >>> cfg = read_run_config(d)
->>> cfg["algo"], cfg["seed"], cfg["preset"]["hidden_sizes"], "task" in cfg["preset"]
-('dqn', 3, [128, 128, 128], False)
->>> registry.preset(cfg["algo"], cfg["task"], **cfg["preset"]) == p
+>>> cfg["algo"], cfg["seed"], cfg["lr"], cfg["hidden_sizes"]
+('dqn', 3, 0.001, [128, 128, 128])
+>>> registry.preset(cfg["algo"], cfg["task"], **config_preset_fields(cfg)) == p
 True
 """
 
@@ -45,7 +46,9 @@ __all__ = [
     "CONFIG_FILE",
     "POLICY_FILE",
     "POLICY_FORMAT",
+    "RUN_KEYS",
     "CheckpointError",
+    "config_preset_fields",
     "load_policy",
     "read_policy_file",
     "read_run_config",
@@ -81,12 +84,16 @@ def preset_fields(preset: registry.Preset) -> dict[str, Any]:
 
 
 def write_run_config(run_dir: str | Path, options: dict[str, Any], preset: Any) -> Path:
-    """Write ``RUN_DIR/config.yaml``: ``options`` (``algo``, ``task``, ``seed``, ...) and
-    under ``preset:`` every field of ``preset``. Returns the path (written atomically)."""
+    """Write ``RUN_DIR/config.yaml``: ``options`` (``algo``, ``task``, ``seed``, ...), then
+    every field of ``preset``, one flat mapping. Returns the path (written atomically)."""
     import yaml
 
     path = Path(run_dir) / CONFIG_FILE
-    data = {**{k: _plain(v) for k, v in options.items()}, "preset": preset_fields(preset)}
+    fields = preset_fields(preset)
+    clash = sorted(set(fields) & set(options))
+    if clash:
+        raise ValueError(f"preset fields {clash} clash with run options of the same name")
+    data = {**{k: _plain(v) for k, v in options.items()}, **fields}
     tmp = path.with_name(path.name + ".tmp")
     try:
         tmp.write_text(_HEADER + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
@@ -124,6 +131,19 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
     if not isinstance(data.get("preset", {}), dict):
         raise CheckpointError(f"config {path}: expected 'preset' to be a mapping of fields")
     return data
+
+
+RUN_KEYS = ("algo", "task", "seed", "device", "logger", "logdir", "checkpoint", "dataset", "icm")
+"""The keys of ``config.yaml`` that are not preset fields."""
+
+
+def config_preset_fields(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The preset fields of a config mapping: every key but :data:`RUN_KEYS` (fields nested
+    under ``preset:`` too)."""
+    nested = cfg.get("preset") or {}
+    out = {k: v for k, v in cfg.items() if k not in RUN_KEYS and k != "preset"}
+    out.update(nested)
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in out.items()}
 
 
 def save_policy(
@@ -232,7 +252,7 @@ def rebuild(
     cfg = read_run_config(run)
     where = run / CONFIG_FILE
     try:
-        preset = registry.preset(cfg["algo"], cfg["task"], **cfg.get("preset", {}))
+        preset = registry.preset(cfg["algo"], cfg["task"], **config_preset_fields(cfg))
     except registry.PresetError as exc:
         raise CheckpointError(f"config {where}: {exc}") from exc
     entry = registry.entry(cfg["algo"], cfg["task"])
