@@ -226,3 +226,33 @@ def test_update_from_buffer_checks_kind() -> None:
     ):
         a.update(b)
     assert snapshot(a) == before
+
+
+def test_torchrl_extend_checks_the_layout_too() -> None:
+    """TorchRL's ``extend`` (through ``EpisodeWriter``/``EpisodeStorage.set``) appends
+    rows, so it is held to the same layout: a missing key or another kind raises."""
+    from tensordict import TensorDict
+
+    buf = ReplayBuffer(8)
+
+    def td(**over: Any) -> TensorDict:
+        data = {
+            "obs": torch.zeros(2, 3),
+            "act": torch.zeros(2, dtype=torch.long),
+            "rew": torch.ones(2),
+            "terminated": torch.zeros(2, dtype=torch.bool),
+            "truncated": torch.zeros(2, dtype=torch.bool),
+            "obs_next": torch.ones(2, 3),
+        }
+        data.update(over)
+        return TensorDict({k: v for k, v in data.items() if v is not None}, [2])
+
+    buf.extend(td())
+    before = snapshot(buf)
+    with pytest.raises(BufferKeyError, match="obs_next: missing from this add"):
+        buf.extend(td(obs_next=None))
+    with pytest.raises(ValueError, match=r"act: expected dtype int64, got float32 \(float"):
+        buf.extend(td(act=torch.zeros(2)))
+    assert snapshot(buf) == before
+    buf.extend(td())
+    assert len(buf) == 4

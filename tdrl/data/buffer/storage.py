@@ -30,7 +30,7 @@ from torchrl.data.replay_buffers.storages import Storage, TensorStorage
 
 from tdrl.data.batch import Batch
 from tdrl.data.buffer.episodes import DONE, EpisodeBook
-from tdrl.data.buffer.schema import Key, check_leaf, flatten_td, nest
+from tdrl.data.buffer.schema import Key, check_leaf, check_missing, flatten_td, nest
 
 
 def _torch_dtype(dtype: np.dtype) -> torch.dtype:
@@ -219,6 +219,8 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
         done = _episode_flags(leaves, len(pos))
         rew = _episode_reward(leaves, len(pos))
         leaves.pop(DONE, None)
+        if set_cursor and self.columns:  # an append must hold every stored key
+            check_missing(self.columns, leaves)
         self.check(leaves)
         if not set_cursor:
             self.write_rows(pos, leaves, fill_missing=False)
