@@ -660,7 +660,7 @@ def run_config(cfg: Any, debug: bool = False) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        print("tdrl train: interrupted before training started; nothing saved", file=sys.stderr)
+        print("tdrl train: interrupted; no checkpoint saved", file=sys.stderr)
         return 130
     except Exception as exc:
         if isinstance(exc, TrainingInterrupted):

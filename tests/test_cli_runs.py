@@ -196,6 +196,16 @@ def test_a_full_disk_leaves_no_partial_file(
         save_checkpoint(Trainer(), tmp_path / "c.pt")
     assert not list(tmp_path.glob("c.pt*"))
 
+    def always(*args: object, **kwargs: object) -> None:  # even pickling tensors fails
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ckpt.torch, "save", always)
+    capsys.readouterr()
+    assert _train(tmp_path / "again", "--checkpoint") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "checkpoint.pt" in err[0], err
+    assert not list((tmp_path / "again").glob("*/*.tmp"))
+
 
 def test_sigint_saves_a_checkpoint_and_the_run_resumes_from_it(tmp_path: Path) -> None:
     argv = ["train", "dqn", "CartPole-v1", "--epochs", "1", "--step-per-epoch", "1000000"]

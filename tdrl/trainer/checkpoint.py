@@ -90,22 +90,31 @@ def atomic_save(obj: Any, path: str | Path) -> Path:
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            text = f"could not write {path}: {exc.strerror or exc or type(exc).__name__}"
-            err = OSError(exc.errno, text) if exc.errno is not None else OSError(text)
-            raise err from exc
+            raise _write_error(path, exc) from exc
         raise
     return path
 
 
+def _write_error(path: Path, exc: OSError) -> OSError:
+    """An ``OSError`` saying which file could not be written, and why."""
+    if str(path) in str(exc):
+        return exc
+    text = f"could not write {path}: {exc.strerror or exc or type(exc).__name__}"
+    return OSError(exc.errno, text) if exc.errno is not None else OSError(text)
+
+
 def save_checkpoint(trainer: Any, path: str | Path) -> Path:
     """Write the full state of ``trainer``'s run to ``path`` (atomically, :func:`atomic_save`)."""
-    state = {
-        "trainer": trainer.state_dict(),
-        "algorithm": trainer.algorithm.state_dict(),
-        "collectors": {k: c.state_dict() for k, c in _collectors(trainer).items()},
-        "rng": rng_state(),
-        "logger": _logger_state(trainer.logger),
-    }
+    try:
+        state = {
+            "trainer": trainer.state_dict(),
+            "algorithm": trainer.algorithm.state_dict(),
+            "collectors": {k: c.state_dict() for k, c in _collectors(trainer).items()},
+            "rng": rng_state(),
+            "logger": _logger_state(trainer.logger),
+        }
+    except OSError as exc:  # pickling the buffers goes through torch.save too
+        raise _write_error(Path(path), exc) from exc
     return atomic_save(state, path)
 
 
