@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -119,7 +120,7 @@ def tianshou_collector(task: str, n_steps: int, policy: bool) -> float:
             return self.net(torch.as_tensor(obs, dtype=torch.float32)), state
 
     pol = DiscreteQLearningPolicy(model=Model(), action_space=envs.action_space[0])
-    c = Collector(pol, envs, VectorReplayBuffer(100_000, N_ENVS))
+    c: Any = Collector(pol, envs, VectorReplayBuffer(100_000, N_ENVS))
     c.reset()
 
     def run() -> int:

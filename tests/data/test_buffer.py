@@ -453,7 +453,8 @@ def test_torch_write_path_matches_numpy_path() -> None:
         }
         ids = [0, 1] if t % 3 else [1]
         sub = {
-            k: (v[ids] if not isinstance(v, dict) else {"x": v["x"][ids]}) for k, v in batch.items()
+            k: (v[ids] if not isinstance(v, dict) else {"x": v["x"][ids]})  # type: ignore[index]
+            for k, v in batch.items()
         }
         for a, b in zip(fast.add(sub, ids), slow.add(sub, ids), strict=True):
             np.testing.assert_array_equal(a, b)

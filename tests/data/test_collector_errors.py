@@ -63,10 +63,10 @@ def policy(batch: Batch, state: Any = None) -> Batch:
 
 
 def make(bad: list[int | None], where: str = "rew", value: float = np.nan, **kw: Any) -> Any:
-    envs = DummyVectorEnv(
-        [lambda b=b: BadValueEnv(b, where, value) for b in bad],
-        **kw,  # type: ignore[misc]
-    )
+    def factory(b: int | None) -> Any:
+        return lambda: BadValueEnv(b, where, value)
+
+    envs = DummyVectorEnv([factory(b) for b in bad], **kw)
     return envs, VectorReplayBuffer(200, len(bad))
 
 
