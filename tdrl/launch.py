@@ -140,7 +140,8 @@ class ExperimentConfig:
     run_dir: str | None = None
 
     def run_name(self) -> str:
-        """A directory name unique to the algorithm, task and seed."""
+        """The run directory's name, ``ALGO-TASK-seedS`` (a repeated run gets ``-2``,
+        ``-3``, ...: :func:`resolve_run_dir`)."""
         return f"{self.algo}-{self.task}-seed{self.seed}"
 
 
