@@ -79,6 +79,9 @@ _EXPORTS = {
     "DiscreteCQL": "tdrl.algorithm.imitation.discrete_cql",
     "DiscreteCRR": "tdrl.algorithm.imitation.discrete_crr",
     "DiscreteCRRPolicy": "tdrl.algorithm.imitation.discrete_crr",
+    "BCQ": "tdrl.algorithm.imitation.bcq",
+    "BCQPolicy": "tdrl.algorithm.imitation.bcq",
+    "CQL": "tdrl.algorithm.imitation.cql",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }
