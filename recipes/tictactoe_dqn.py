@@ -1,6 +1,6 @@
 """Tic-tac-toe: train a DQN agent that moves first against a random player, then play it.
 
-    python recipes/tictactoe_dqn.py                # train (about a minute on one CPU core),
+    python recipes/tictactoe_dqn.py                # train (under a minute on one CPU core),
                                                    # report the greedy win rate over 200 games
     python recipes/tictactoe_dqn.py --play         # play against the trained agent (you are O)
 
