@@ -267,3 +267,54 @@ def test_bad_members_buffers_and_envs_are_rejected() -> None:
         MultiAgentCollector(other, [_env])
     with pytest.raises(ValueError, match="exactly one of n_step and n_episode"):
         MultiAgentCollector(ma, [_env]).collect()
+
+
+# -- TorchRL layout ---------------------------------------------------------------------
+def test_torchrl_layout_joint_batch_gives_the_same_terms_each_reaching_its_learner() -> None:
+    torch.manual_seed(0)
+    a, b = _dqn(), _dqn()
+    ma = MultiAgentOffPolicyAlgorithm({"player_1": a, "player_2": b}, AGENTS)
+    n = 12
+    ids = torch.tensor([0, 1] * 6)
+
+    def view() -> TensorDict:
+        mask = torch.rand(n, 9) < 0.6
+        mask[:, 0] = True
+        return TensorDict({"agent_id": ids, "obs": torch.randn(n, 18), "mask": mask}, [n])
+
+    obs, obs_next = view(), view()
+    act = torch.zeros(n, dtype=torch.long)
+    rew, term = torch.randn(n, 2), torch.rand(n) < 0.3
+    ts = make_batch(
+        {"obs": obs, "obs_next": obs_next, "act": act, "rew": rew, "terminated": term}, n
+    )
+    expected = ma(ts)
+    ma.set_keys(observation="observation", action="action")
+    assert a.policy.in_keys == ["observation"] and ma.policy.out_keys == ["action"]
+    td = TensorDict(
+        {
+            "observation": obs,
+            "action": act,
+            "next": {
+                "observation": obs_next,
+                "reward": rew,
+                "terminated": term[:, None],
+                "done": term[:, None],
+            },
+        },
+        [n],
+    )
+    got = ma(td)
+    assert (
+        set(got.keys()) == set(expected.keys()) == {"loss_qvalue/player_1", "loss_qvalue/player_2"}
+    )
+    for key in sorted(got.keys()):
+        torch.testing.assert_close(got[key], expected[key])
+    pa, pb = list(a.policy.model.parameters()), list(b.policy.model.parameters())
+    grads = torch.autograd.grad(got["loss_qvalue/player_1"], pa + pb, allow_unused=True)
+    assert all(g is not None for g in grads[: len(pa)])
+    assert all(g is None for g in grads[len(pa) :])
+    with torch.no_grad():
+        acted = ma.policy(td.select("observation"))
+    assert acted["action"].shape == (n,)
+    assert obs["mask"][torch.arange(n), acted["action"]].all()

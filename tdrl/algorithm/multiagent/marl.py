@@ -18,8 +18,9 @@ transitions into :class:`MultiAgentBuffer` (one buffer per learning algorithm, o
 sub-buffer per (env, agent)), so n-step returns never cross from one agent to another.
 
 On a *joint* batch (rows of all agents, ``obs = {"agent_id", "obs", "mask"}`` and ``rew``
-of shape ``[B, n_agents]``, as Tianshou stores it), :meth:`route` splits the rows by agent,
-picks each row's own reward column and unwraps the observations;
+of shape ``[B, n_agents]``, as Tianshou stores it; or TorchRL's layout after
+``set_keys(observation="observation", action="action")``), :meth:`route` splits the rows
+by agent, picks each row's own reward column and unwraps the observations;
 :meth:`~MultiAgentOffPolicyAlgorithm.forward` returns every learner's ``loss_*`` terms as
 ``"<term>/<agent>"`` and :meth:`learn` takes one gradient step per learner, Tianshou's
 ``MultiAgentOffPolicyAlgorithm`` update on one batch.
@@ -147,26 +148,45 @@ class MultiAgentOffPolicyAlgorithm(Algorithm):
         return MultiAgentBuffer.create(self.learner_agents, n_envs, size)
 
     # -- joint batches ------------------------------------------------------------------
+    def set_keys(self, **kwargs: Any) -> None:
+        """Set the keys of the joint batch; every learner and the policy follow (TorchRL's
+        layout: ``set_keys(observation="observation", action="action")``)."""
+        super().set_keys(**kwargs)
+        for alg in self.learners:
+            alg.set_keys(**kwargs)  # type: ignore[operator]
+
     def route(self, td: TensorDictBase) -> list[tuple[int, TensorDictBase]]:
         """Split a joint batch into ``[(learner k, its rows as a single-agent batch)]``.
 
-        Each row keeps its own agent's reward (a ``[B, n_agents]`` ``rew`` is indexed by the
-        row's ``agent_id``); ``obs``/``obs_next`` become ``{"obs", "mask"}`` (or ``obs``).
+        Each row keeps its own agent's reward (a reward with one column per agent,
+        ``[B, n_agents]``, is indexed by the row's ``agent_id``); the observation and the
+        next observation become ``{"obs", "mask"}`` (or ``obs``). The keys are the
+        configured ones (Tianshou's ``obs``/``obs_next``/``rew`` by default, TorchRL's
+        ``observation``/``("next", "observation")``/``("next", "reward")`` after
+        :meth:`set_keys`).
         """
-        obs = td["obs"]
+        obs_key, next_key, rew_key = (
+            self.tensor_keys.observation,
+            self.next_obs_key,
+            self.reward_key,
+        )
+        obs = self.obs_of(td)
         ids = self.policy.agent_ids(obs)
+        obs_next = td.get(next_key, None)
+        rew = td.get(rew_key, None)
+        per_agent = rew is not None and rew.dim() >= 2 and rew.shape[-1] == len(self.agents) > 1
         out: list[tuple[int, TensorDictBase]] = []
         for k, idx in enumerate(self.learner_agents):
             rows = agent_rows(ids, idx)
             if rows.numel() == 0:
                 continue
-            sub = td.exclude("obs", "obs_next")[rows]
-            sub.set("obs", self.policy.inner(obs, rows))
-            if "obs_next" in td:
-                sub.set("obs_next", self.policy.inner(td["obs_next"], rows))
-            rew = td.get("rew", None)
-            if rew is not None and rew.dim() == 2:
-                sub.set("rew", rew[rows, ids[rows]])
+            sub = td.exclude(obs_key, next_key)[rows]
+            sub.set(obs_key, self.policy.inner(obs, rows))
+            if obs_next is not None:
+                sub.set(next_key, self.policy.inner(obs_next, rows))
+            if per_agent:
+                own = rew[rows, ids[rows]]  # type: ignore[index]
+                sub.set(rew_key, own.unsqueeze(-1) if self.torchrl_layout else own)
             out.append((k, sub))
         return out
 
