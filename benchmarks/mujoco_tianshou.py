@@ -22,8 +22,10 @@ in-process (``DummyVectorEnv``; Tianshou's example scripts default to subprocess
 seed ``random``/NumPy/torch with the run's seed, training env ``i`` with ``seed + i`` and
 test env ``i`` with ``seed + 100000 + i``, and use one torch thread.
 
-Resumable at the granularity of runs: a finished run (``done.json``) is skipped; an
-interrupted one starts over (Tianshou 2.0.1's trainer has no full-state checkpoint).
+Resumable: a finished run (``done.json``) is skipped; an interrupted one continues from
+the checkpoint this script saves after every epoch's training (:func:`train_one`; Tianshou
+2.0.1's trainer has no full-state checkpoint of its own). Unlike tdrl's, the resumed run
+is not bit-identical to an uninterrupted one: its envs start new episodes.
 """
 
 from __future__ import annotations
@@ -224,9 +226,14 @@ BUILDERS = {"sac": _sac, "td3": _td3, "ppo": _ppo}
 ON_POLICY = {"ppo"}
 
 
-def _csv_logger(run_dir: Path, start: float) -> Any:
-    """A Tianshou logger writing tdrl's CSV layout (``test.csv``, ``train.csv``) and
-    ``progress.json`` after every test."""
+CHECKPOINT = "checkpoint.pt"
+
+
+def _csv_logger(
+    run_dir: Path, start: float, wall_offset: float, position: tuple[int, int, int], save: Any
+) -> Any:
+    """A Tianshou logger writing tdrl's CSV layout (``test.csv``, ``train.csv``),
+    ``progress.json`` after every test, and a checkpoint at every epoch's end (``save``)."""
     from tianshou.utils.logger.logger_base import BaseLogger
 
     from tdrl.benchmark.plan import PROGRESS_FILE, write_json
@@ -236,7 +243,9 @@ def _csv_logger(run_dir: Path, start: float) -> Any:
         def __init__(self) -> None:
             super().__init__(training_interval=1000, test_interval=1, update_interval=1000)
             self.csv = CSVLogger(run_dir)
-            self.epoch = 0
+
+        def wall(self) -> float:
+            return wall_offset + time.perf_counter() - start
 
         def prepare_dict_for_logging(self, log_data: dict) -> dict:
             return log_data
@@ -247,17 +256,17 @@ def _csv_logger(run_dir: Path, start: float) -> Any:
                 return
             self.csv.write(scope, step, flatten_scalars(data, prefix=scope))
             if scope == "test":
-                wall = time.perf_counter() - start
-                write_json(run_dir / PROGRESS_FILE, {"env_step": step, "wall_s": wall})
+                write_json(run_dir / PROGRESS_FILE, {"env_step": step, "wall_s": self.wall()})
 
         def finalize(self) -> None:
             pass
 
         def save_data(self, epoch: int, env_step: int, update_step: int, fn: Any = None) -> None:
-            self.epoch = epoch
+            # called at the end of each epoch's training, before its test
+            save(epoch, env_step, update_step, self.wall())
 
         def restore_data(self) -> tuple[int, int, int]:
-            return 0, 0, 0
+            return position
 
         @staticmethod
         def restore_logged_data(log_path: str) -> dict:
@@ -266,15 +275,42 @@ def _csv_logger(run_dir: Path, start: float) -> Any:
     return TdrlCSV()
 
 
+def _rng_state() -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    import numpy as np
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+
+
 def train_one(run_dir: Path) -> dict[str, Any]:
-    """Train the run described by ``run_dir/run.json`` with Tianshou; write ``done.json``."""
+    """Train the run described by ``run_dir/run.json`` with Tianshou; write ``done.json``.
+
+    A checkpoint is saved at the end of every epoch's training (networks, optimizers, LR
+    schedules, replay buffer, observation statistics, RNG states, counters); a run that
+    finds one continues from it: its envs start new episodes there (Tianshou's env states
+    are not saved), it tests again at that step (the epoch's test) and goes on.
+    """
     import numpy as np
     import torch
     from tianshou.data import Collector, CollectStats, ReplayBuffer, VectorReplayBuffer
     from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 
-    from tdrl.benchmark.plan import DONE_FILE, SPEC_FILE, read_json, write_json
+    from tdrl.benchmark.plan import DONE_FILE, PROGRESS_FILE, SPEC_FILE, read_json, write_json
     from tdrl.launch import warmup_steps
+    from tdrl.utils.logger.csv import truncate_csv_logs
     from tdrl.utils.plot import load_curve
 
     torch.set_num_threads(1)
@@ -283,8 +319,18 @@ def train_one(run_dir: Path) -> dict[str, Any]:
     spec = info["spec"]
     algo, task, seed = spec["algo"], spec["task"], int(spec["seed"])
     p = _budget(algo, task, int(spec["env_steps"]), spec.get("overrides", {}))
-    for name in ("test.csv", "train.csv", "progress.json"):  # an interrupted run starts over
-        (run_dir / name).unlink(missing_ok=True)
+    ckpt = run_dir / CHECKPOINT
+    state = torch.load(ckpt, weights_only=False) if ckpt.is_file() else None
+    position, wall_offset = (0, 0, 0), 0.0
+    if state is None:  # a fresh start (or one cut before its first checkpoint)
+        for name in ("test.csv", "train.csv", PROGRESS_FILE):
+            (run_dir / name).unlink(missing_ok=True)
+    else:
+        position, wall_offset = tuple(state["position"]), float(state["wall_s"])
+        epoch, env_step, update_step = position
+        # the epoch's test comes after the checkpoint: drop it (and later rows), redo it
+        truncate_csv_logs(run_dir, epoch, env_step - 1, update_step)
+        print(f"resuming {algo}-{task}-{seed} at epoch {epoch}", flush=True)
     info.update(
         preset=dataclasses.asdict(p), max_epochs=p.max_epochs, step_per_epoch=p.step_per_epoch
     )
@@ -297,18 +343,44 @@ def train_one(run_dir: Path) -> dict[str, Any]:
 
     env = gym.make(task)
     algorithm = BUILDERS[algo](p, env)
-    buffer = (
+    buffer: Any = (
         VectorReplayBuffer(p.buffer_size, p.training_num)
         if p.training_num > 1
         else ReplayBuffer(p.buffer_size)
     )
+    if state is not None:
+        algorithm.load_state_dict(state["algorithm"])
+        for scheduler, sd in zip(algorithm.lr_schedulers, state["schedulers"], strict=True):
+            scheduler.load_state_dict(sd)
+        buffer = state["buffer"]
+        if state["obs_rms"] is not None:
+            train_envs.set_obs_rms(state["obs_rms"])
+            test_envs.set_obs_rms(state["obs_rms"])
     train = Collector[CollectStats](algorithm, train_envs, buffer, exploration_noise=True)
     test = Collector[CollectStats](algorithm, test_envs)
-    train.reset()
+    train.reset(reset_buffer=state is None)
     test.reset()
     warmup = warmup_steps(p, explicit="warmup_steps" in spec.get("overrides", {}))
-    if warmup:
+    if warmup and state is None:
         train.collect(n_step=warmup, random=True)
+    if state is not None:
+        _set_rng_state(state["rng"])
+
+    def save(epoch: int, env_step: int, update_step: int, wall: float) -> None:
+        obs_rms = train_envs.get_obs_rms() if hasattr(train_envs, "get_obs_rms") else None
+        data = {
+            "algorithm": algorithm.state_dict(),
+            "schedulers": [s.state_dict() for s in algorithm.lr_schedulers],
+            "buffer": train.buffer,
+            "obs_rms": obs_rms,
+            "rng": _rng_state(),
+            "position": (epoch, env_step, update_step),
+            "wall_s": wall,
+        }
+        tmp = ckpt.with_name(ckpt.name + ".tmp")
+        torch.save(data, tmp)
+        os.replace(tmp, ckpt)
+
     common: dict[str, Any] = dict(
         training_collector=train,
         test_collector=test,
@@ -317,7 +389,8 @@ def train_one(run_dir: Path) -> dict[str, Any]:
         collection_step_num_env_steps=p.step_per_collect,
         test_step_num_episodes=p.test_num,
         batch_size=p.batch_size,
-        logger=_csv_logger(run_dir, start),
+        logger=_csv_logger(run_dir, start, wall_offset, position, save),
+        resume_from_log=state is not None,
         test_in_training=False,
         show_progress=False,
     )
@@ -342,12 +415,13 @@ def train_one(run_dir: Path) -> dict[str, Any]:
         "env_step": int(result.train_step),
         "gradient_step": int(result.update_step),
         "epochs": int(p.max_epochs),
-        "wall_s": time.perf_counter() - start,
+        "wall_s": wall_offset + time.perf_counter() - start,
         "best_reward": float(result.best_reward),
         "final_reward": float(returns[-1]) if len(returns) else float("nan"),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     write_json(run_dir / DONE_FILE, done)
+    ckpt.unlink(missing_ok=True)
     print(f"tianshou {algo} on {task} seed {seed}: {done}", flush=True)
     return done
 

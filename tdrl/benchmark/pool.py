@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tdrl.benchmark.plan import RunSpec
-from tdrl.benchmark.runner import prepare_run
 
 __all__ = ["SweepResult", "default_workers", "run_sweep"]
 
@@ -98,6 +97,8 @@ def _run_local(
     keep_checkpoints: bool,
     poll: float,
 ) -> None:
+    from tdrl.benchmark.runner import prepare_run  # (not at import: ``-m`` runs it)
+
     pending = list(todo)
     running: dict[str, tuple[RunSpec, subprocess.Popen[bytes], Any]] = {}
     try:
