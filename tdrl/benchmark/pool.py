@@ -14,8 +14,10 @@ The progress bar counts training env steps over the whole sweep (read from each 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,6 +164,7 @@ def run_sweep(
     for spec in specs:
         (result.skipped if spec.finished() else todo).append(spec)
     progress = _Progress(specs, show_progress)
+    previous = _stop_on_sigterm()
     try:
         progress.update([], len(result.skipped), 0)
         if todo and backend == "local":
@@ -172,4 +175,18 @@ def run_sweep(
             run_ray(todo, workers, result, progress, keep_checkpoints, poll)
     finally:
         progress.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return result
+
+
+def _stop_on_sigterm() -> Any:
+    """Make SIGTERM stop the sweep like Ctrl-C (the running runs are stopped, and save a
+    checkpoint); return the previous handler (``None`` outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, stop)
