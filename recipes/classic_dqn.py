@@ -63,13 +63,14 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # small networks: one thread is fastest
 
-    # environments: training envs explore, test envs measure the greedy-ish policy
+    # environments: training envs explore, test envs measure the policy
     train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
     test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
     obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+    d = int(np.prod(obs_space.shape))
 
     # the Q-network, the epsilon-greedy policy and the algorithm (Adam, n-step, target net)
-    net = QNet(int(np.prod(obs_space.shape)), int(act_space.n), p.hidden_sizes, dueling=p.dueling)
+    net = QNet(d, int(act_space.n), p.hidden_sizes, dueling=p.dueling)
     policy = DQNPolicy(
         model=net, action_space=act_space, eps_training=p.eps_train, eps_inference=p.eps_test
     )
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=True)
     train_collector.reset(seed=args.seed)
     test_collector.reset(seed=args.seed + 100_000)
+    # (at most half the run's steps: a short run still trains on its own data)
     warmup = min(p.warmup_steps, max(p.step_per_epoch, p.max_epochs * p.step_per_epoch // 2))
     train_collector.collect(n_step=warmup, random=True)
 

@@ -1,9 +1,13 @@
-"""Train DQN with tdrl's tested preset.
+"""The old name of ``recipes/classic_dqn.py`` (DQN on CartPole-v1), kept for existing commands.
 
-python recipes/dqn.py --task TASK --seed 0 --logger {csv,console,tensorboard,wandb} --epochs N
+python recipes/dqn.py --task CartPole-v1 --seed 0     # same as recipes/classic_dqn.py
 """
 
-from tdrl.launch import recipe_main
+import runpy
+import sys
+from pathlib import Path
 
 if __name__ == "__main__":
-    recipe_main("dqn")
+    # recipes draw no learning curve (`tdrl plot RUN_DIR` does): --no-plot changes nothing
+    sys.argv = [arg for arg in sys.argv if arg != "--no-plot"]
+    runpy.run_path(str(Path(__file__).with_name("classic_dqn.py")), run_name="__main__")
