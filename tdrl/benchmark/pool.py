@@ -135,7 +135,7 @@ def _run_local(
             proc.terminate()
         for _, proc, log in running.values():
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=300)  # a checkpoint of a big buffer takes a while
             except subprocess.TimeoutExpired:
                 proc.kill()
             log.close()
