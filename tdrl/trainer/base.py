@@ -16,11 +16,12 @@ ends the run at the next training-step boundary: a checkpoint of that point is w
 
 from __future__ import annotations
 
+import functools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tdrl.data.stats import CollectStats
 from tdrl.trainer.checkpoint import load_checkpoint, save_checkpoint
@@ -47,6 +48,47 @@ def _flat_stats(stats: CollectStats) -> dict[str, float]:
     return out
 
 
+TIANSHOU_2_NAMES: dict[str, str] = {
+    "epoch_num_steps": "step_per_epoch",
+    "training_collector": "train_collector",
+    "collection_step_num_env_steps": "step_per_collect",
+    "collection_step_num_episodes": "episode_per_collect",
+    "test_step_num_episodes": "episode_per_test",
+    "update_step_num_gradient_steps_per_sample": "update_per_step",
+    "update_step_num_repetitions": "repeat_per_collect",
+    "training_fn": "train_fn",
+    "test_in_training": "test_in_train",
+}
+"""Tianshou 2.0's trainer parameter names (its ``*TrainerParams``) -> tdrl's (1.x) names;
+every tdrl trainer accepts both."""
+
+_F = TypeVar("_F", bound=Callable[..., None])
+
+
+def accepts_tianshou_names(init: _F) -> _F:
+    """Let a trainer's ``__init__`` take Tianshou 2.0's parameter names
+    (:data:`TIANSHOU_2_NAMES`) beside its own; giving both names of one is a ``TypeError``.
+
+    >>> class T:
+    ...     @accepts_tianshou_names
+    ...     def __init__(self, step_per_epoch: int) -> None:
+    ...         self.step_per_epoch = step_per_epoch
+    >>> T(epoch_num_steps=5).step_per_epoch
+    5
+    """
+
+    @functools.wraps(init)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+        for new, old in TIANSHOU_2_NAMES.items():
+            if new in kwargs:
+                if old in kwargs:
+                    raise TypeError(f"got both {old} and its Tianshou 2.0 name {new}; give one")
+                kwargs[old] = kwargs.pop(new)
+        init(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class TrainingInterrupted(Exception):
     """Training ended by :meth:`BaseTrainer.request_interrupt` (Ctrl-C, SIGTERM).
 
@@ -64,6 +106,10 @@ class TrainingInterrupted(Exception):
 
 class BaseTrainer(ABC):
     """Run epochs of training steps and tests; subclasses define one training step.
+
+    Every trainer also takes Tianshou 2.0's parameter names (``epoch_num_steps``,
+    ``collection_step_num_env_steps``, ``test_step_num_episodes``, ``training_fn``, ...:
+    :data:`TIANSHOU_2_NAMES`).
 
     Args:
         algorithm: the ``Algorithm`` (loss module with ``policy`` and ``update``).
@@ -90,6 +136,7 @@ class BaseTrainer(ABC):
         verbose: print a one-line summary per epoch.
     """
 
+    @accepts_tianshou_names
     def __init__(
         self,
         algorithm: Any,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tdrl.trainer.base import BaseTrainer
+from tdrl.trainer.base import BaseTrainer, accepts_tianshou_names
 
 
 class OfflineTrainer(BaseTrainer):
@@ -20,6 +20,7 @@ class OfflineTrainer(BaseTrainer):
     'BaseTrainer'
     """
 
+    @accepts_tianshou_names
     def __init__(
         self, algorithm: Any, buffer: Any, max_epochs: int, step_per_epoch: int, **kwargs: Any
     ) -> None:

@@ -7,7 +7,7 @@ from abc import abstractmethod
 from typing import Any
 
 from tdrl.data.stats import CollectStats
-from tdrl.trainer.base import BaseTrainer, _flat_stats
+from tdrl.trainer.base import BaseTrainer, _flat_stats, accepts_tianshou_names
 
 
 class OnlineTrainer(BaseTrainer):
@@ -21,6 +21,7 @@ class OnlineTrainer(BaseTrainer):
             if it holds there too.
     """
 
+    @accepts_tianshou_names
     def __init__(
         self,
         algorithm: Any,
@@ -103,6 +104,7 @@ class OnPolicyTrainer(OnlineTrainer):
     'OnlineTrainer'
     """
 
+    @accepts_tianshou_names
     def __init__(self, *args: Any, repeat_per_collect: int = 1, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if repeat_per_collect < 1:
@@ -125,6 +127,7 @@ class OffPolicyTrainer(OnlineTrainer):
     'OnlineTrainer'
     """
 
+    @accepts_tianshou_names
     def __init__(self, *args: Any, update_per_step: float = 1.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if update_per_step <= 0:

@@ -135,3 +135,59 @@ def test_offline_trainer_rejects_an_empty_buffer() -> None:
     alg, _, _ = _setup(DQN_CARTPOLE)
     with pytest.raises(ValueError, match="empty"):
         OfflineTrainer(alg, VectorReplayBuffer(10, 1), max_epochs=1, step_per_epoch=1)
+
+
+def test_trainers_accept_tianshou_2_parameter_names() -> None:
+    """The same run with Tianshou 2.0's names (``OffPolicyTrainerParams``) and tdrl's."""
+    import torch
+
+    torch.manual_seed(0)
+    alg, train, test = _setup(DQN_CARTPOLE)
+    r2 = OffPolicyTrainer(
+        alg,
+        training_collector=train,
+        test_collector=test,
+        max_epochs=1,
+        epoch_num_steps=40,
+        collection_step_num_env_steps=10,
+        update_step_num_gradient_steps_per_sample=0.5,
+        test_step_num_episodes=2,
+        batch_size=16,
+        show_progress=False,
+        verbose=False,
+    ).run()
+    torch.manual_seed(0)
+    alg, train, test = _setup(DQN_CARTPOLE)
+    r1 = OffPolicyTrainer(
+        alg,
+        train,
+        test_collector=test,
+        max_epochs=1,
+        step_per_epoch=40,
+        step_per_collect=10,
+        update_per_step=0.5,
+        episode_per_test=2,
+        batch_size=16,
+        show_progress=False,
+        verbose=False,
+    ).run()
+    assert (
+        (r1.env_step, r1.gradient_step, r1.best_reward)
+        == (r2.env_step, r2.gradient_step, r2.best_reward)
+        == (40, 20, r1.best_reward)
+    )
+    alg, train, test = _setup(PPO_CARTPOLE)
+    r3 = OnPolicyTrainer(
+        alg,
+        training_collector=train,
+        max_epochs=1,
+        epoch_num_steps=20,
+        collection_step_num_env_steps=20,
+        update_step_num_repetitions=2,
+        batch_size=8,
+        show_progress=False,
+        verbose=False,
+    ).run()
+    assert r3.env_step == 20 and r3.gradient_step == 1
+    with pytest.raises(TypeError, match=r"both step_per_epoch and its Tianshou 2\.0 name"):
+        OffPolicyTrainer(alg, train, max_epochs=1, step_per_epoch=1, epoch_num_steps=1)
