@@ -23,6 +23,10 @@ from tdrl.data.batch import Batch
 from tdrl.env.pettingzoo import PettingZooEnv
 from tdrl.utils.net import QNet
 
+# PettingZoo >= 1.27 prefers pettingzoo.make("aec", ...); the module API still works (>= 1.24)
+pytestmark = pytest.mark.filterwarnings("ignore:The old environment creation API")
+
+
 SPACE = gym.spaces.Discrete(9)
 AGENTS = ["player_1", "player_2"]
 

@@ -18,6 +18,9 @@ from tdrl.algorithm.multiagent import MultiAgentCollector, MultiAgentOffPolicyAl
 from tdrl.env.pettingzoo import PettingZooEnv, PettingZooParallelEnv
 from tdrl.trainer import OffPolicyTrainer
 
+# PettingZoo >= 1.27 prefers pettingzoo.make("aec", ...); the module API still works (>= 1.24)
+pytestmark = pytest.mark.filterwarnings("ignore:The old environment creation API")
+
 
 def test_turn_based_env_reports_every_agents_reward() -> None:
     env = PettingZooEnv(tictactoe_v3.env())

@@ -12,6 +12,10 @@ import numpy as np
 import pytest
 import torch
 
+# PettingZoo >= 1.27 prefers pettingzoo.make("aec", ...); the module API still works (>= 1.24)
+pytestmark = pytest.mark.filterwarnings("ignore:The old environment creation API")
+
+
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "tictactoe_dqn.py"
 
 
