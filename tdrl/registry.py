@@ -53,6 +53,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 __all__ = [
     "FAMILIES",
+    "MAX_ENVS",
     "STOP_THRESHOLDS",
     "DQNPreset",
     "Entry",
