@@ -2,8 +2,9 @@
 
 Both get identical DQN weights and the same joint batch (rows of two agents with
 ``obs = {agent_id, obs, mask}`` and one reward column per agent). Compared: the routed
-greedy actions, each agent's loss on three successive gradient steps (one-step targets)
-and every parameter afterwards.
+greedy actions, the routed epsilon-greedy actions (same numpy seed), each agent's loss on
+three successive gradient steps (one-step targets; to 1e-5) and every parameter afterwards
+(to 1e-5).
 
 Deliberate difference (docs/multiagent.md): tdrl's collector stores each agent's own
 transitions (its next observation is its own next turn, its reward sums the steps until
@@ -159,6 +160,23 @@ def test_routed_update_matches_tianshou_exactly() -> None:
         got_act = ours.policy(_ours_batch(d, all_idx))["act"]
         expected_act = peer.policy(TBatch(obs=buf[all_idx].obs, info={})).act
     assert got_act.tolist() == np.asarray(expected_act).tolist()
+    # routed exploration noise: the same numpy draws, agent by agent, legal actions only
+    for alg in [*ours_algs.values(), *peer_algs]:
+        alg.policy.eps_training = 0.5
+        alg.policy.is_within_training_step = True
+    ours.policy.is_within_training_step = True
+    np.random.seed(3)
+    noisy = ours.policy.exploration_noise(got_act.clone(), _ours_batch(d, all_idx))
+    np.random.seed(3)
+    peer_noisy = peer.policy.add_exploration_noise(
+        np.asarray(expected_act).copy(), TBatch(obs=buf[all_idx].obs, info={})
+    )
+    assert noisy.tolist() == peer_noisy.tolist() and noisy.tolist() != got_act.tolist()
+    assert d["mask"][all_idx, noisy.numpy()].all()
+    for alg in [*ours_algs.values(), *peer_algs]:
+        alg.policy.eps_training = 0.0
+        alg.policy.is_within_training_step = False
+    ours.policy.is_within_training_step = False
 
     for step in range(3):
         idx = np.sort(rng.choice(n, 24, replace=False))
