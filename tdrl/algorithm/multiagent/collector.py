@@ -50,6 +50,9 @@ class MultiAgentCollectStats(CollectStats):
 
     ``returns`` is the collector's ``return_reduction`` of ``agent_returns`` (by default
     the mean over agents).
+
+    >>> MultiAgentCollectStats(agent_returns=np.array([[1.0, -1.0]])).agent_returns.shape
+    (1, 2)
     """
 
     agent_returns: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
@@ -78,6 +81,16 @@ class MultiAgentCollector:
     :param return_reduction: ``agent_returns [E, n_agents] -> returns [E]`` for the
         trainer's score; an int ``i`` keeps agent ``i``'s return; default: the mean.
     :param seed: reset env ``i`` with ``seed + i`` the first time (``None``: unseeded).
+
+    >>> from pettingzoo.classic import tictactoe_v3
+    >>> from tdrl.algorithm.multiagent import RandomPolicy
+    >>> from tdrl.env.pettingzoo import PettingZooEnv
+    >>> make = lambda: PettingZooEnv(tictactoe_v3.env())
+    >>> players = dict.fromkeys(["player_1", "player_2"], RandomPolicy(make().action_space))
+    >>> manager = MultiAgentPolicyManager(players, agents=["player_1", "player_2"])
+    >>> stats = MultiAgentCollector(manager, [make, make], seed=0).collect(n_episode=4)
+    >>> stats.n_collected_episodes, stats.agent_returns.shape, stats.agent_returns.sum(axis=1)
+    (4, (4, 2), array([0., 0., 0., 0.]))
     """
 
     def __init__(
@@ -311,22 +324,23 @@ class MultiAgentCollector:
         for k, its in by_k.items():
             rings = np.array([self.buffer.ring(k, e, a) for e, a, *_ in its], dtype=np.int64)
             ops = [it[2] for it in its]
-
-            def view(o: list[Any], m: list[Any]) -> Any:
-                arr = np.stack([np.asarray(x) for x in o])
-                if m[0] is None:
-                    return arr
-                return {"obs": arr, "mask": np.stack(m).astype(bool)}
-
             batch = {
-                "obs": view([op.obs for op in ops], [op.mask for op in ops]),
+                "obs": _stack_view([op.obs for op in ops], [op.mask for op in ops]),
                 "act": np.asarray([op.act for op in ops]),
                 "rew": np.asarray([op.rew for op in ops], dtype=np.float32),
                 "terminated": np.asarray([it[5] for it in its], dtype=bool),
                 "truncated": np.asarray([it[6] for it in its], dtype=bool),
-                "obs_next": view([it[3] for it in its], [it[4] for it in its]),
+                "obs_next": _stack_view([it[3] for it in its], [it[4] for it in its]),
             }
             self.buffer[k].add(batch, buffer_ids=rings)
+
+
+def _stack_view(obs: list[Any], masks: list[Any]) -> Any:
+    """Rows of single-agent views stacked: ``{"obs", "mask"}``, or ``obs`` without masks."""
+    arr = np.stack([np.asarray(o) for o in obs])
+    if masks[0] is None:
+        return arr
+    return {"obs": arr, "mask": np.stack(masks).astype(bool)}
 
 
 def _rows(x: Any, scalar: bool) -> np.ndarray:
