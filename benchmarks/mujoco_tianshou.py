@@ -405,14 +405,14 @@ def train_one(run_dir: Path) -> dict[str, Any]:
     result = algorithm.run_training(params)
     train_envs.close()
     test_envs.close()
-    _, returns = load_curve(run_dir)
+    steps, returns = load_curve(run_dir)  # (InfoStats.train_step counts this session only)
     done = {
         "library": LIBRARY,
         "algo": algo,
         "task": task,
         "seed": seed,
         "env_steps_budget": int(spec["env_steps"]),
-        "env_step": int(result.train_step),
+        "env_step": int(steps[-1]) if len(steps) else 0,
         "gradient_step": int(result.update_step),
         "epochs": int(p.max_epochs),
         "wall_s": wall_offset + time.perf_counter() - start,
