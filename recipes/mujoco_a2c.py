@@ -1,0 +1,163 @@
+"""A2C on MuJoCo (default Hopper-v5) with Tianshou's ``examples/mujoco/mujoco_a2c.py`` settings.
+
+    python recipes/mujoco_a2c.py --task Hopper-v5 --seed 0
+    python recipes/mujoco_a2c.py --help       # every hyperparameter, with its default
+
+One RMSprop step per 80-step rollout of 16 envs over the whole batch, GAE, normalized
+observations and a linearly decaying learning rate. The defaults are tdrl's ``mujoco``
+preset (``tdrl train a2c Hopper-v5``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tdrl import registry
+from tdrl.algorithm.base import OptimizerFactory
+from tdrl.algorithm.modelfree.a2c import A2C, ActorPolicy
+from tdrl.cli import add_preset_flags
+from tdrl.data import Collector, VectorReplayBuffer
+from tdrl.env import DummyVectorEnv
+from tdrl.presets.mujoco import linear_lr_decay
+from tdrl.trainer import OnPolicyTrainer
+from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.net import GaussianActor, VCritic
+from tdrl.utils.normalize import VectorEnvNormObs
+
+ALGO, TASK = "a2c", "Hopper-v5"
+
+
+def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
+    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--task", default=TASK)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
+    run.add_argument("--logdir", default="runs")
+    run.add_argument("--no-progress", action="store_true")
+    task = run.parse_known_args(argv)[0].task
+    parser = argparse.ArgumentParser(
+        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
+    )
+    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
+    args = parser.parse_args(argv)
+    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
+    return args, registry.preset(ALGO, args.task, **fields)
+
+
+def make_logger(kind: str, log_dir: Path) -> BaseLogger:
+    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
+    if kind == "tensorboard":
+        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
+    if kind == "wandb":
+        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
+    return CSVLogger(log_dir, train_interval=1, update_interval=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, p = get_args(argv)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: one thread is fastest
+
+    # environments; observations normalized by a running mean/std of the training envs'
+    # observations (Tianshou's VectorEnvNormObs), shared frozen with the test envs
+    class NormObsEnvs(VectorEnvNormObs, DummyVectorEnv):
+        pass
+
+    train_envs = NormObsEnvs([lambda: gym.make(p.task)] * p.training_num)
+    test_envs = NormObsEnvs(
+        [lambda: gym.make(p.task)] * p.test_num, obs_rms=train_envs.obs_rms, update_obs_rms=False
+    )
+    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+    d, a = int(np.prod(obs_space.shape)), int(np.prod(act_space.shape))
+
+    # Tianshou's MuJoCo networks: tanh MLPs, orthogonal init, the mean's last layer x 0.01,
+    # a free log std at -0.5; actions clipped into the Box
+    actor = GaussianActor(
+        d, a, p.hidden_sizes, state_dependent_std=False, init_log_std=-0.5, activation=torch.nn.Tanh
+    )
+    critic = VCritic(d, p.hidden_sizes, activation=torch.nn.Tanh)
+    with torch.no_grad():
+        for m in [*actor.modules(), *critic.modules()]:
+            if isinstance(m, torch.nn.Linear):
+                torch.nn.init.orthogonal_(m.weight, gain=float(np.sqrt(2)))
+                torch.nn.init.zeros_(m.bias)
+        actor.loc.weight.mul_(0.01)
+    policy = ActorPolicy(
+        actor=actor,
+        action_space=act_space,
+        deterministic_eval=p.deterministic_eval,
+        action_bound_method=p.action_bound_method,
+    )
+    # learning rate decaying linearly to 0 over the run's updates (one per collect)
+    updates = math.ceil(p.step_per_epoch / p.step_per_collect) * p.max_epochs
+    decay = linear_lr_decay(updates) if p.lr_decay else None
+    optim = OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5, alpha=0.99)
+    if decay is not None:
+        optim = optim.with_lr_scheduler(decay)
+    algorithm = A2C(
+        policy=policy,
+        critic=critic,
+        optim=optim,
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        vf_coef=p.vf_coef,
+        ent_coef=p.ent_coef,
+        max_grad_norm=p.max_grad_norm,
+        return_scaling=p.return_scaling,
+    )
+
+    # on-policy: the buffer holds one rollout, emptied after each update
+    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
+    train_collector = Collector(policy, train_envs, buffer)
+    test_collector = Collector(policy, test_envs, VectorReplayBuffer(2 * p.test_num, p.test_num))
+    train_collector.reset(seed=args.seed)
+    test_collector.reset(seed=args.seed + 100_000)
+
+    # logger and trainer: test after every epoch, stop at the task's threshold
+    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    trainer = OnPolicyTrainer(
+        algorithm,
+        train_collector,
+        test_collector=test_collector,
+        max_epochs=p.max_epochs,
+        step_per_epoch=p.step_per_epoch,
+        step_per_collect=p.step_per_collect,
+        repeat_per_collect=p.repeat_per_collect,
+        batch_size=p.batch_size,
+        episode_per_test=p.test_num,
+        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
+        test_in_train=p.threshold is not None,
+        logger=make_logger(args.logger, log_dir),
+        show_progress=not args.no_progress,
+    )
+    start = time.perf_counter()
+    result = trainer.run()
+
+    # final evaluation of the trained policy, then the summary line `tdrl train` prints
+    policy.is_within_training_step = False
+    policy.eval()
+    test_collector.reset()
+    final = test_collector.collect(n_episode=p.test_num).returns_stat
+    assert final is not None
+    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
+    train_envs.close()
+    test_envs.close()
+    print(
+        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
+        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.env_step} env "
+        f"steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""SAC on MuJoCo (default Hopper-v5) with Tianshou's ``examples/mujoco/mujoco_sac.py`` settings.
+
+    python recipes/mujoco_sac.py --task Hopper-v5 --seed 0
+    python recipes/mujoco_sac.py --help       # every hyperparameter, with its default
+
+Squashed Gaussian actor, twin Q critics (ReLU MLPs 256-256), a fixed entropy temperature
+``alpha`` (``--auto-alpha`` tunes it).
+
+One env, one env step per collect and one gradient step per env step, a 1M replay
+buffer, a random warm-up (at most half of a short run). The defaults are tdrl's
+``mujoco`` preset (``tdrl train sac Hopper-v5``): 50 epochs of 5000 steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tdrl import registry
+from tdrl.algorithm.modelfree.sac import SAC, AutoAlpha, SACPolicy
+from tdrl.cli import add_preset_flags
+from tdrl.data import Collector, VectorReplayBuffer
+from tdrl.env import DummyVectorEnv
+from tdrl.trainer import OffPolicyTrainer
+from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.net import GaussianActor, QCritic
+
+ALGO, TASK = "sac", "Hopper-v5"
+
+
+def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
+    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--task", default=TASK)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
+    run.add_argument("--logdir", default="runs")
+    run.add_argument("--no-progress", action="store_true")
+    task = run.parse_known_args(argv)[0].task
+    parser = argparse.ArgumentParser(
+        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
+    )
+    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
+    args = parser.parse_args(argv)
+    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
+    return args, registry.preset(ALGO, args.task, **fields)
+
+
+def make_logger(kind: str, log_dir: Path) -> BaseLogger:
+    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
+    if kind == "tensorboard":
+        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
+    if kind == "wandb":
+        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
+    return CSVLogger(log_dir, train_interval=1, update_interval=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, p = get_args(argv)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: one thread is fastest
+
+    # environments: training envs explore, test envs measure the policy
+    train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
+    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+    d = int(np.prod(obs_space.shape))
+
+    # squashed Gaussian actor, twin Q critics (inside SAC), entropy temperature, algorithm
+    a = int(np.prod(act_space.shape))
+    policy = SACPolicy(actor=GaussianActor(d, a, p.hidden_sizes), action_space=act_space)
+    alpha: float | AutoAlpha = p.alpha  # fixed, or tuned towards the target entropy
+    if p.auto_alpha:
+        alpha = AutoAlpha("auto", log_alpha=float(np.log(p.alpha)), optim=p.alpha_lr)
+    algorithm = SAC(
+        policy=policy,
+        policy_optim=p.actor_lr,
+        critic=QCritic(d, a, p.hidden_sizes),  # SAC makes the second critic a copy
+        critic_optim=p.critic_lr,
+        tau=p.tau,
+        gamma=p.gamma,
+        alpha=alpha,
+        n_step=p.n_step,
+    )
+
+    # replay buffer and collectors; a random warm-up fills the buffer first
+    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
+    train_collector = Collector(policy, train_envs, buffer, exploration_noise=False)
+    test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)  # tests only count returns
+    test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=False)
+    train_collector.reset(seed=args.seed)
+    test_collector.reset(seed=args.seed + 100_000)
+    # (at most half the run's steps: a short run still trains on its own data)
+    warmup = min(p.warmup_steps, max(p.step_per_epoch, p.max_epochs * p.step_per_epoch // 2))
+    train_collector.collect(n_step=warmup, random=True)
+
+    # logger and trainer: test after every epoch, stop at the task's threshold
+    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    trainer = OffPolicyTrainer(
+        algorithm,
+        train_collector,
+        test_collector=test_collector,
+        max_epochs=p.max_epochs,
+        step_per_epoch=p.step_per_epoch,
+        step_per_collect=p.step_per_collect,
+        update_per_step=p.update_per_step,
+        batch_size=p.batch_size,
+        episode_per_test=p.test_num,
+        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
+        test_in_train=p.threshold is not None,
+        logger=make_logger(args.logger, log_dir),
+        show_progress=not args.no_progress,
+    )
+    start = time.perf_counter()
+    result = trainer.run()
+
+    # final evaluation of the trained policy, then the summary line `tdrl train` prints
+    policy.is_within_training_step = False
+    policy.eval()
+    test_collector.reset()
+    final = test_collector.collect(n_episode=p.test_num).returns_stat
+    assert final is not None
+    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
+    train_envs.close()
+    test_envs.close()
+    print(
+        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
+        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.env_step} env "
+        f"steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""TD3 on MuJoCo (default Hopper-v5) with Tianshou's ``examples/mujoco/mujoco_td3.py`` settings.
+
+    python recipes/mujoco_td3.py --task Hopper-v5 --seed 0
+    python recipes/mujoco_td3.py --help       # every hyperparameter, with its default
+
+Deterministic actor with Gaussian exploration noise, twin critics, target policy
+smoothing and a delayed actor (ReLU MLPs 256-256).
+
+One env, one env step per collect and one gradient step per env step, a 1M replay
+buffer, a random warm-up (at most half of a short run). The defaults are tdrl's
+``mujoco`` preset (``tdrl train td3 Hopper-v5``): 50 epochs of 5000 steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tdrl import registry
+from tdrl.algorithm.exploration import GaussianNoise, OUNoise
+from tdrl.algorithm.modelfree.td3 import TD3, ContinuousDeterministicPolicy
+from tdrl.cli import add_preset_flags
+from tdrl.data import Collector, VectorReplayBuffer
+from tdrl.env import DummyVectorEnv
+from tdrl.trainer import OffPolicyTrainer
+from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.net import DeterministicActor, QCritic
+
+ALGO, TASK = "td3", "Hopper-v5"
+
+
+def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
+    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--task", default=TASK)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
+    run.add_argument("--logdir", default="runs")
+    run.add_argument("--no-progress", action="store_true")
+    task = run.parse_known_args(argv)[0].task
+    parser = argparse.ArgumentParser(
+        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
+    )
+    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
+    args = parser.parse_args(argv)
+    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
+    return args, registry.preset(ALGO, args.task, **fields)
+
+
+def make_logger(kind: str, log_dir: Path) -> BaseLogger:
+    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
+    if kind == "tensorboard":
+        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
+    if kind == "wandb":
+        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
+    return CSVLogger(log_dir, train_interval=1, update_interval=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, p = get_args(argv)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: one thread is fastest
+
+    # environments: training envs explore, test envs measure the policy
+    train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
+    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+    d = int(np.prod(obs_space.shape))
+
+    # deterministic actor with Gaussian exploration noise, twin critics, algorithm
+    a = int(np.prod(act_space.shape))
+    policy = ContinuousDeterministicPolicy(
+        actor=DeterministicActor(d, a, p.hidden_sizes),
+        action_space=act_space,
+        exploration_noise=(
+            GaussianNoise(sigma=p.noise_sigma)
+            if p.exploration_noise == "gaussian"
+            else OUNoise(sigma=p.noise_sigma)
+        ),
+    )
+    algorithm = TD3(
+        policy=policy,
+        policy_optim=p.actor_lr,
+        critic=QCritic(d, a, p.hidden_sizes),
+        critic_optim=p.critic_lr,
+        critic2=QCritic(d, a, p.hidden_sizes),
+        tau=p.tau,
+        gamma=p.gamma,
+        policy_noise=p.policy_noise,  # target policy smoothing
+        noise_clip=p.noise_clip,
+        update_actor_freq=p.update_actor_freq,  # delayed actor updates
+        n_step=p.n_step,
+    )
+
+    # replay buffer and collectors; a random warm-up fills the buffer first
+    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
+    train_collector = Collector(policy, train_envs, buffer, exploration_noise=True)
+    test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)  # tests only count returns
+    test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=True)
+    train_collector.reset(seed=args.seed)
+    test_collector.reset(seed=args.seed + 100_000)
+    # (at most half the run's steps: a short run still trains on its own data)
+    warmup = min(p.warmup_steps, max(p.step_per_epoch, p.max_epochs * p.step_per_epoch // 2))
+    train_collector.collect(n_step=warmup, random=True)
+
+    # logger and trainer: test after every epoch, stop at the task's threshold
+    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    trainer = OffPolicyTrainer(
+        algorithm,
+        train_collector,
+        test_collector=test_collector,
+        max_epochs=p.max_epochs,
+        step_per_epoch=p.step_per_epoch,
+        step_per_collect=p.step_per_collect,
+        update_per_step=p.update_per_step,
+        batch_size=p.batch_size,
+        episode_per_test=p.test_num,
+        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
+        test_in_train=p.threshold is not None,
+        logger=make_logger(args.logger, log_dir),
+        show_progress=not args.no_progress,
+    )
+    start = time.perf_counter()
+    result = trainer.run()
+
+    # final evaluation of the trained policy, then the summary line `tdrl train` prints
+    policy.is_within_training_step = False
+    policy.eval()
+    test_collector.reset()
+    final = test_collector.collect(n_episode=p.test_num).returns_stat
+    assert final is not None
+    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
+    train_envs.close()
+    test_envs.close()
+    print(
+        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
+        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.env_step} env "
+        f"steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
+    )
+
+
+if __name__ == "__main__":
+    main()
