@@ -220,3 +220,28 @@ def test_cli_maps_dataset_errors_to_exit_2(tmp_path: Path, capsys: pytest.Captur
     from tdrl.cli import _user_error
 
     assert _user_error(DatasetError("--dataset x: bad"))
+
+
+def test_train_from_a_minari_dataset_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tdrl train bc Pendulum-v1 --dataset minari:NAME`` on a locally exported dataset."""
+    pytest.importorskip("minari")
+    from tdrl.cli import main
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    rng = np.random.default_rng(0)
+    n = 400  # two Pendulum episodes of random raw actions
+    obs = rng.uniform(-1, 1, size=(n + 1, 3)).astype(np.float32)
+    trunc = np.zeros(n, bool)
+    trunc[[199, 399]] = True
+    z = np.zeros(n, bool)
+    act = rng.uniform(-1, 1, size=(n, 1)).astype(np.float32)
+    buf = ReplayBuffer.from_data(obs[:-1], act, rng.normal(size=n), z, trunc, trunc, obs[1:])
+    export_minari(buf, "tdrl/pendulum/random-v0", "Pendulum-v1")
+    argv = ["train", "bc", "Pendulum-v1", "--dataset", "minari:tdrl/pendulum/random-v0"]
+    argv += ["--epochs", "1", "--step-per-epoch", "5", "--test-num", "1", "--logger", "none"]
+    argv += ["--no-progress", "--no-plot", "--logdir", str(tmp_path / "runs")]
+    assert main(argv) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("bc on Pendulum-v1: best test return ") and "5 gradient steps" in last
