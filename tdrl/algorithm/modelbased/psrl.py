@@ -13,7 +13,7 @@ sample until the next update, and folds the new transitions into the posterior::
         collect with pi; from the batch's counts n(s, a, s'), sums and squared sums:
         alpha += n(s, a, .)
         N' = N + n(s, a);  mu = (mu N + sum r) / N'
-        sigma = sqrt(1 / (N' / (E[r^2] - mu^2 + eps32) + 1 / sigma_0^2))
+        sigma = sqrt(1 / (N' / (max(E[r^2] - mu^2, 0) + eps32) + 1 / sigma_0^2))
 
 with ``N`` starting at ``eps`` (the prior mean carries almost no weight), as Tianshou's
 PSRL. The sampled MDP is solved lazily, on the first action after an update. There is no
@@ -158,7 +158,8 @@ class PSRLModel(nn.Module):
         total = self.rew_count + rew_count
         self.rew_mean.copy_((self.rew_mean * self.rew_count + rew_sum) / total)
         self.rew_square_sum += rew_square_sum
-        raw_var = self.rew_square_sum / total - self.rew_mean.pow(2)
+        # clamped: with a nonzero prior mean it goes negative (Tianshou: a NaN std)
+        raw_var = (self.rew_square_sum / total - self.rew_mean.pow(2)).clamp_min(0.0)
         eps32 = float(np.finfo(np.float32).eps)
         self.rew_std.copy_(
             torch.sqrt(1.0 / (total / (raw_var + eps32) + 1.0 / self.rew_std_prior.pow(2)))
