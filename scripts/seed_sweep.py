@@ -38,7 +38,8 @@ def run_one(
 ) -> dict[str, Any]:
     """Train ``algo`` on ``task`` with ``seed`` in this process; return the record
     (``dataset``: what an offline algorithm learns from; ``threshold``: the stop and
-    success threshold instead of the task's)."""
+    success threshold instead of the task's). ``ALGO+icm`` trains ``ALGO`` wrapped in the
+    intrinsic curiosity module (``tdrl train ALGO TASK --icm``)."""
     import torch
 
     from tdrl.launch import ExperimentConfig, run_experiment
@@ -47,8 +48,9 @@ def run_one(
     torch.set_num_threads(1)  # small networks: more threads only contend with other runs
 
     with tempfile.TemporaryDirectory() as tmp:
+        base, icm = (algo[: -len("+icm")], True) if algo.endswith("+icm") else (algo, False)
         cfg = ExperimentConfig(
-            algo=algo,
+            algo=base,
             task=task,
             seed=seed,
             logger="none",
@@ -57,6 +59,7 @@ def run_one(
             plot=False,
             dataset=dataset,
             stop_reward=threshold,
+            icm=icm,
         )
         start = time.perf_counter()
         result, _ = run_experiment(cfg)
