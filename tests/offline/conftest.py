@@ -66,6 +66,9 @@ def gathered_dataset(config: pytest.Config, expert: str, task: str, seed: int = 
     with FileLock(str(path) + ".lock"):
         if not path.exists():
             gather(expert, task, path, seed=seed)
+            for stale in root.glob(f"{expert}-{task}-seed{seed}-*.hdf5"):  # older code's
+                if stale != path:
+                    stale.unlink(missing_ok=True)
     return path
 
 
