@@ -86,11 +86,25 @@ _EXPORTS = {
     "compute_nstep_return": "tdrl.algorithm.returns",
 }
 
-__all__ = sorted(_EXPORTS)
+ALIASES = {
+    "DiscreteQLearningPolicy": "DQNPolicy",
+    "RainbowDQN": "Rainbow",
+    "DiscreteActorPolicy": "ActorPolicy",
+    "OfflineImitationLearning": "BC",
+}
+"""Tianshou 2.0 names whose tdrl class has another name (the same object)."""
+
+__all__ = sorted([*_EXPORTS, *ALIASES])
 
 
 def __getattr__(name: str) -> Any:
-    """Import an exported name on first access."""
+    """Import an exported name (or a Tianshou 2.0 alias, :data:`ALIASES`) on first access.
+
+    >>> import tdrl.algorithm as A
+    >>> A.DiscreteQLearningPolicy is A.DQNPolicy, A.RainbowDQN is A.Rainbow
+    (True, True)
+    """
+    name = ALIASES.get(name, name)
     if name not in _EXPORTS:
         raise AttributeError(f"module 'tdrl.algorithm' has no attribute {name!r}")
     return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -662,6 +662,25 @@ class Stage:
     last: list[tuple[str, torch.Tensor]] = field(default_factory=list)
 
 
+def _accept_aliases(init: Callable[..., None], renames: dict[str, str]) -> Callable[..., None]:
+    """``init`` taking ``alias=value`` keyword arguments as ``name=value`` too."""
+    import functools
+
+    @functools.wraps(init)
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
+        for alias, name in renames.items():
+            if alias in kwargs:
+                if name in kwargs:
+                    raise TypeError(
+                        f"{type(self).__name__}: got both {name}= and its Tianshou 2.0 name "
+                        f"{alias}=; pass one"
+                    )
+                kwargs[name] = kwargs.pop(alias)
+        init(self, *args, **kwargs)
+
+    return wrapped
+
+
 class Algorithm(LossModule):
     """Base class of all algorithms: a TorchRL ``LossModule`` that owns its optimizers.
 
@@ -682,6 +701,24 @@ class Algorithm(LossModule):
 
     on_policy: bool = False
     policy: Policy
+
+    PARAMETER_ALIASES: ClassVar[dict[str, str]] = {"n_step_return_horizon": "n_step"}
+    """Tianshou 2.0's constructor argument names that tdrl spells differently: every
+    subclass's ``__init__`` accepts the 2.0 name for its own parameter."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+        params = inspect.signature(init).parameters
+        renames = {
+            alias: name
+            for alias, name in cls.PARAMETER_ALIASES.items()
+            if name in params and alias not in params
+        }
+        if renames:
+            cls.__init__ = _accept_aliases(init, renames)  # type: ignore[method-assign]
 
     @dataclass
     class _AcceptedKeys:
