@@ -1,0 +1,153 @@
+"""DQN on Atari (default Pong) with Tianshou's ``examples/atari/atari_dqn.py`` settings.
+
+    python recipes/atari_dqn.py --task PongNoFrameskip-v4 --seed 0
+    python recipes/atari_dqn.py --task BreakoutNoFrameskip-v4 --epochs 10
+    python recipes/atari_dqn.py --help       # every hyperparameter, with its default
+
+The Nature CNN, 3-step targets, a target net synced every 500 gradient
+steps.
+
+The defaults are tdrl's ``atari`` preset (``tdrl train dqn PongNoFrameskip-v4``): 10 envs,
+100 epochs of 100k env steps, 0.1 gradient steps per env step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tdrl import registry
+from tdrl.algorithm.exploration import LinearSchedule
+from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
+from tdrl.cli import add_preset_flags
+from tdrl.data import Collector, VectorReplayBuffer
+from tdrl.env import DummyVectorEnv
+from tdrl.env.atari import wrap_deepmind
+from tdrl.trainer import OffPolicyTrainer
+from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.net_atari import dqn_net
+
+ALGO, TASK = "dqn", "PongNoFrameskip-v4"
+
+
+def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
+    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--task", default=TASK)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
+    run.add_argument("--logdir", default="runs")
+    run.add_argument("--no-progress", action="store_true")
+    task = run.parse_known_args(argv)[0].task
+    parser = argparse.ArgumentParser(
+        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
+    )
+    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
+    args = parser.parse_args(argv)
+    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
+    return args, registry.preset(ALGO, args.task, **fields)
+
+
+def make_logger(kind: str, log_dir: Path) -> BaseLogger:
+    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
+    if kind == "tensorboard":
+        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
+    if kind == "wandb":
+        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
+    return CSVLogger(log_dir, train_interval=1, update_interval=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, p = get_args(argv)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: one thread is fastest
+
+    # DeepMind wrappers (noop reset, frame skip 4, 84x84 grayscale, 4 stacked frames); the
+    # training envs also end an episode per life and clip rewards, the test envs play games
+    def make_env(training: bool) -> gym.Env:
+        return wrap_deepmind(gym.make(p.task), frame_stack=p.frames_stack, training=training)
+
+    train_envs = DummyVectorEnv([lambda: make_env(True)] * p.training_num)
+    test_envs = DummyVectorEnv([lambda: make_env(False)] * p.test_num)
+    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+    cnn = {"obs_shape": obs_space.shape, "n_actions": int(act_space.n)}
+    cnn["scale"] = 255.0 if p.scale_obs else None  # raw 0..255 pixels by default
+
+    # the Nature CNN with a Q head, the epsilon-greedy policy and the algorithm
+    net = dqn_net(**cnn, hidden_sizes=p.hidden_sizes, dueling=p.dueling)
+    policy = DQNPolicy(
+        model=net, action_space=act_space, eps_training=p.eps_train, eps_inference=p.eps_test
+    )
+    algorithm = DQN(
+        policy=policy,
+        optim=p.lr,
+        gamma=p.gamma,
+        n_step=p.n_step,
+        target_update_freq=p.target_update_freq,
+    )
+
+    # the buffer stores each frame once and rebuilds the stack of 4 when it samples
+    frames = {"stack_num": p.frames_stack, "save_only_last_obs": True, "ignore_obs_next": True}
+    # epsilon decays linearly from eps_train to eps_train_final over eps_decay_steps
+    eps = LinearSchedule(p.eps_train, p.eps_train_final, p.eps_decay_steps)
+
+    def train_fn(epoch: int, env_step: int) -> None:
+        policy.set_eps_training(eps(env_step))
+
+    # replay buffer and collectors; a random warm-up fills the buffer first
+    buffer = VectorReplayBuffer(p.buffer_size, p.training_num, **frames)
+    train_collector = Collector(policy, train_envs, buffer, exploration_noise=True)
+    test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)  # tests only count returns
+    test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=True)
+    train_collector.reset(seed=args.seed)
+    test_collector.reset(seed=args.seed + 100_000)
+    # (at most half the run's steps: a short run still trains on its own data)
+    warmup = min(p.warmup_steps, max(p.step_per_epoch, p.max_epochs * p.step_per_epoch // 2))
+    train_collector.collect(n_step=warmup, random=True)
+
+    # logger and trainer: test after every epoch, stop at the task's threshold
+    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    trainer = OffPolicyTrainer(
+        algorithm,
+        train_collector,
+        test_collector=test_collector,
+        max_epochs=p.max_epochs,
+        step_per_epoch=p.step_per_epoch,
+        step_per_collect=p.step_per_collect,
+        update_per_step=p.update_per_step,
+        batch_size=p.batch_size,
+        episode_per_test=p.test_num,
+        train_fn=train_fn,
+        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
+        test_in_train=p.threshold is not None,
+        logger=make_logger(args.logger, log_dir),
+        show_progress=not args.no_progress,
+    )
+    start = time.perf_counter()
+    result = trainer.run()
+
+    # final evaluation of the trained policy, then the summary line `tdrl train` prints
+    policy.is_within_training_step = False
+    policy.eval()
+    test_collector.reset()
+    final = test_collector.collect(n_episode=p.test_num).returns_stat
+    assert final is not None
+    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
+    train_envs.close()
+    test_envs.close()
+    print(
+        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
+        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.env_step} env "
+        f"steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
+    )
+
+
+if __name__ == "__main__":
+    main()
