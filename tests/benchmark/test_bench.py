@@ -236,3 +236,14 @@ def test_a_sweep_stopped_by_a_signal_resumes(tmp_path: Path) -> None:
     assert "resuming sac-Pendulum-v1-0 at epoch" in (run / "stdout.log").read_text()
     steps = np.loadtxt(run / "test.csv", delimiter=",", skiprows=1, usecols=0)
     assert steps.tolist() == [float(200 * i) for i in range(11)]  # no duplicate rows
+
+
+def test_tensorboard_logger_writes_events_beside_the_csv(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    spec = RunSpec("sac", "Pendulum-v1", 0, 200, str(tmp_path), logger="tensorboard")
+    d = runner_mod.prepare_run(spec)
+    loggers = runner_mod._make_loggers(spec, d, None)
+    log = runner_mod.BenchLogger(d, loggers, start=0.0)
+    log.log_test_data({"returns_stat": {"mean": -100.0}}, step=20)
+    log.finalize()
+    assert (d / "test.csv").is_file() and list(d.glob("events.out.tfevents.*"))
