@@ -653,20 +653,23 @@ def preset(algo: str, task: str | None = None, **overrides: Any) -> Preset:
 
 
 def task_threshold(algo: str, task: str) -> float | None:
-    """The stop threshold of ``algo`` on ``task``: :data:`STOP_THRESHOLDS`, else the
-    threshold the registry entry's preset was registered with for that very task (its own
-    ``task``), else gymnasium's ``reward_threshold``, else ``None`` (run every epoch).
+    """The stop threshold of ``algo`` on ``task``: the threshold the registry entry's
+    preset was registered with for that very task (its own ``task``; e.g. the offline
+    presets' thresholds on their datasets), else :data:`STOP_THRESHOLDS`, else gymnasium's
+    ``reward_threshold``, else ``None`` (run every epoch).
 
     >>> task_threshold("sac", "Pendulum-v1"), task_threshold("sac", "Hopper-v5")
     (-250.0, 3800.0)
     >>> task_threshold("sac", "Walker2d-v5") is None
     True
+    >>> task_threshold("cql", "Pendulum-v1"), task_threshold("bc", "CartPole-v1")
+    (-400.0, 185.0)
     """
-    if task in STOP_THRESHOLDS:
-        return STOP_THRESHOLDS[task]
     own = entry(algo, task).preset
     if own.task == task and own.threshold is not None:
         return float(own.threshold)
+    if task in STOP_THRESHOLDS:
+        return STOP_THRESHOLDS[task]
     return stop_threshold(task)
 
 
