@@ -89,7 +89,7 @@ def load(out: Path) -> list[dict[str, Any]]:
 def table(records: list[dict[str, Any]]) -> str:
     """A Markdown table: per preset, seeds reaching the threshold, median steps and time."""
     rows = [
-        "| algorithm | task | threshold | seeds reaching it | env steps (median) "
+        "| algorithm | task | threshold | seeds reaching it | steps (median) "
         "| seconds (median) | done |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -98,12 +98,15 @@ def table(records: list[dict[str, Any]]) -> str:
         groups.setdefault((r["algo"], r["task"]), []).append(r)
     for (algo, task), rs in sorted(groups.items()):
         ok = [r for r in rs if r["reached"]]
-        steps = statistics.median(r["env_step"] for r in ok) if ok else float("nan")
+        # online runs count env steps; offline runs (no env step) gradient steps
+        offline = all(r["env_step"] == 0 for r in rs)
+        unit, key = ("gradient", "gradient_step") if offline else ("env", "env_step")
+        steps = statistics.median(r.get(key, 0) for r in ok) if ok else float("nan")
         secs = statistics.median(r["seconds"] for r in ok) if ok else float("nan")
         done = "yes" if len(rs) >= 5 and len(ok) >= 4 else "no"
         rows.append(
             f"| {algo} | {task} | {rs[0]['threshold']} | {len(ok)}/{len(rs)} "
-            f"| {steps:,.0f} | {secs:.1f} | {done} |"
+            f"| {steps:,.0f} {unit} | {secs:.1f} | {done} |"
         )
     return "\n".join(rows)
 

@@ -52,7 +52,12 @@ def test_ci_script_runs_the_sessions_in_order() -> None:
         for ln in (ROOT / ".ci" / "run").read_text().splitlines()
         if ln.strip().startswith("nox -s")
     ]
-    assert lines == ["nox -s tests lint typecheck", "nox -s oracle", "nox -s slow"]
+    assert lines == [
+        "nox -s tests lint typecheck",
+        "nox -s oracle",
+        "nox -s docs",
+        "nox -s slow",
+    ]
 
 
 def test_oracle_report_check(tmp_path: Path) -> None:
