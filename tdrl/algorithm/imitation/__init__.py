@@ -1,7 +1,7 @@
 """Offline and imitation algorithms: they learn from a dataset (``--dataset``) or from
 demonstrations rather than from their own exploration alone.
 
-BC (behaviour cloning), TD3+BC, IQL, BCQ, CQL, discrete BCQ/CQL/CRR. Names are loaded
+BC (behaviour cloning), TD3+BC, IQL, BCQ, CQL, discrete BCQ/CQL/CRR, GAIL. Names are loaded
 lazily, on first access, like :mod:`tdrl.algorithm`'s.
 
 >>> from tdrl.algorithm.imitation import BC
@@ -25,6 +25,7 @@ _MODULES = {
     "discrete_bcq": ("DiscreteBCQ", "DiscreteBCQPolicy"),
     "discrete_cql": ("DiscreteCQL",),
     "discrete_crr": ("DiscreteCRR", "DiscreteCRRPolicy"),
+    "gail": ("GAIL",),
 }
 """Module (under ``tdrl.algorithm.imitation``) -> the names it exports."""
 
