@@ -82,6 +82,11 @@ _EXPORTS = {
     "BCQ": "tdrl.algorithm.imitation.bcq",
     "BCQPolicy": "tdrl.algorithm.imitation.bcq",
     "CQL": "tdrl.algorithm.imitation.cql",
+    "GAIL": "tdrl.algorithm.imitation.gail",
+    "PSRL": "tdrl.algorithm.modelbased.psrl",
+    "PSRLPolicy": "tdrl.algorithm.modelbased.psrl",
+    "ICM": "tdrl.algorithm.modelbased.icm",
+    "IntrinsicCuriosityModule": "tdrl.algorithm.modelbased.icm",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }
@@ -91,6 +96,8 @@ ALIASES = {
     "RainbowDQN": "Rainbow",
     "DiscreteActorPolicy": "ActorPolicy",
     "OfflineImitationLearning": "BC",
+    "ICMOffPolicyWrapper": "ICM",
+    "ICMOnPolicyWrapper": "ICM",
 }
 """Tianshou 2.0 names whose tdrl class has another name (the same object)."""
 
