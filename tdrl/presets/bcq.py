@@ -9,9 +9,8 @@ episodes per epoch, 500 gradient steps per epoch) with one change: batches of 25
 of 32 (with 32, seed 0 first reached -400 after 1,500 steps, at -382 +- 508 over the test
 episodes; with 256, seeds 0-2 reached -252 to -358 after 1,000 steps).
 
-The success threshold (-400) is the issue's; the registry's stop threshold of the task
-(-250) still stops a run early when a test reaches it (``--stop-reward -400`` stops at the
-success threshold).
+The threshold (-400, the issue's) is also the stop threshold of ``tdrl train``: the preset's
+own threshold for its task wins over the task's online one (-250).
 
 >>> p = BCQPreset()
 >>> p.task, p.threshold, p.lmbda, p.phi

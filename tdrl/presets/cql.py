@@ -15,9 +15,8 @@ seeds 0 and 1; with the fixed weight seeds 0-2 reached -230 to -383 after 1,000 
 steps), batches of 256 instead of 64, and 4 proposals of each kind instead of 10 (a
 2.5 times cheaper penalty).
 
-The success threshold (-400) is the issue's; the registry's stop threshold of the task
-(-250) still stops a run early when a test reaches it (``--stop-reward -400`` stops at the
-success threshold).
+The threshold (-400, the issue's) is also the stop threshold of ``tdrl train``: the preset's
+own threshold for its task wins over the task's online one (-250).
 
 >>> p = CQLPreset()
 >>> p.task, p.threshold, p.with_lagrange, p.cql_weight, p.num_repeat_actions

@@ -402,7 +402,6 @@ def test_cql_reaches_threshold_on_pendulum_data(tmp_path: Any, pendulum_dataset:
         show_progress=False,
         plot=False,
         dataset=str(pendulum_dataset),
-        stop_reward=-400.0,  # the threshold (the task's stop threshold is -250)
     )
     result, _ = run_experiment(cfg)
     assert result.best_reward >= -400.0
