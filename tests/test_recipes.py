@@ -27,6 +27,7 @@ ON = (*OFF, "--step-per-collect", "100")
 MUJOCO_OFF = (*OFF[:4], "--test-num", "1", "--buffer-size", "1000", "--step-per-collect", "8")
 MUJOCO_OFF = (*MUJOCO_OFF, "--update-per-step", "0.25")
 MUJOCO_ON = (*ON, "--batch-size", "64")
+OFFLINE = ("--epochs", "1", "--step-per-epoch", "50", "--test-num", "1", "--dataset", "DATA")
 ATARI = (  # Pong: a short test episode (the untrained agent loses 21-0)
     *("--epochs", "1", "--step-per-epoch", "100", "--training-num", "1", "--test-num", "1"),
     *("--buffer-size", "500", "--batch-size", "8"),
@@ -43,6 +44,7 @@ CASES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "classic_td3": ("td3", "Pendulum-v1", OFF),
     **{f"mujoco_{a}": (a, "Hopper-v5", MUJOCO_OFF) for a in ("sac", "td3", "ddpg", "redq")},
     **{f"mujoco_{a}": (a, "Hopper-v5", MUJOCO_ON) for a in ("ppo", "a2c", "npg", "trpo")},
+    **{f"offline_{a}": (a, "Pendulum-v1", OFFLINE) for a in ("bc", "bcq", "cql", "td3_bc", "iql")},
 }
 SLOW_CASES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     **{
@@ -77,9 +79,29 @@ def check_summary(stdout: str, algo: str, task: str) -> None:
     assert any(line.startswith("final evaluation: ") for line in lines), lines[-3:]
 
 
+@pytest.fixture(scope="module")
+def pendulum_data(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """600 random Pendulum-v1 transitions in HDF5: enough for a few gradient steps."""
+    import gymnasium as gym
+
+    from tdrl.data import Collector, ReplayBuffer
+    from tdrl.env import DummyVectorEnv
+
+    buffer = ReplayBuffer(600)
+    collector = Collector(None, DummyVectorEnv([lambda: gym.make("Pendulum-v1")]), buffer)
+    collector.reset(seed=0)
+    collector.collect(n_step=600, random=True)
+    path = tmp_path_factory.mktemp("data") / "random-pendulum.hdf5"
+    buffer.save_hdf5(path)
+    return str(path)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_recipe_smoke(name: str, tmp_path: Path) -> None:
+def test_recipe_smoke(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     algo, task, flags = CASES[name]
+    if "DATA" in flags:
+        data = request.getfixturevalue("pendulum_data")
+        flags = tuple(data if f == "DATA" else f for f in flags)
     stdout = run_recipe(name, (*flags, "--logdir", str(tmp_path / "runs")), tmp_path)
     check_summary(stdout, algo, task)
 

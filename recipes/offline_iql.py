@@ -1,0 +1,143 @@
+"""IQL (implicit Q-learning) from a dataset of transitions, tested in the real env.
+
+    tdrl gather sac Pendulum-v1 --out sac-pendulum.hdf5     # an expert's transitions
+    python recipes/offline_iql.py --dataset sac-pendulum.hdf5 --seed 0
+    python recipes/offline_iql.py --help       # every hyperparameter, with its default
+
+A value net fit by expectile regression to the critics (never querying unseen
+actions), critics to ``r + gamma * V(s')``, and the actor by advantage-weighted
+regression ``exp(beta * (Q - V)) * log pi(a|s)``.
+
+``--dataset`` is an HDF5 replay buffer (``tdrl gather``, Tianshou's or a D4RL-style flat
+file) or ``minari:NAME``. The defaults are tdrl's registry preset for the task (``tdrl
+train iql Pendulum-v1 --dataset FILE`` trains the same thing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from tdrl import registry
+from tdrl.algorithm.imitation.iql import IQL, IQLPolicy
+from tdrl.cli import add_preset_flags
+from tdrl.data import Collector, VectorReplayBuffer
+from tdrl.data.datasets import check_spaces, load_dataset
+from tdrl.env import DummyVectorEnv
+from tdrl.trainer import OfflineTrainer
+from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.net import GaussianActor, QCritic, VCritic
+
+DATASET_HELP = "an HDF5 replay buffer (e.g. from `tdrl gather`) or minari:NAME"
+ALGO, TASK = "iql", "Pendulum-v1"
+
+
+def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
+    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--task", default=TASK)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--dataset", metavar="FILE.hdf5|minari:NAME", help=DATASET_HELP)
+    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
+    run.add_argument("--logdir", default="runs")
+    run.add_argument("--no-progress", action="store_true")
+    task = run.parse_known_args(argv)[0].task
+    parser = argparse.ArgumentParser(
+        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
+    )
+    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
+    args = parser.parse_args(argv)
+    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
+    return args, registry.preset(ALGO, args.task, **fields)
+
+
+def make_logger(kind: str, log_dir: Path) -> BaseLogger:
+    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
+    if kind == "tensorboard":
+        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
+    if kind == "wandb":
+        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
+    return CSVLogger(log_dir, train_interval=1, update_interval=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, p = get_args(argv)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: one thread is fastest
+
+    # the dataset to learn from, and test envs to measure the policy in
+    if args.dataset is None:
+        raise SystemExit(f"--dataset: expected FILE.hdf5 or minari:NAME ({DATASET_HELP})")
+    dataset = load_dataset(args.dataset)  # a ReplayBuffer of transitions
+    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    obs_space, act_space = test_envs.observation_space[0], test_envs.action_space[0]
+    check_spaces(dataset, obs_space, act_space)  # a one-line error if they do not fit
+    d = int(np.prod(obs_space.shape))
+
+    # Gaussian actor with a bounded mean, twin critics, a value net, policy, algorithm
+    a = int(np.prod(act_space.shape))
+    actor = GaussianActor(d, a, p.hidden_sizes, state_dependent_std=False, bounded_loc=True)
+    policy = IQLPolicy(
+        actor=actor, action_space=act_space, observation_space=obs_space, deterministic_eval=True
+    )
+    algorithm = IQL(
+        policy=policy,
+        policy_optim=p.actor_lr,
+        critic=QCritic(d, a, p.hidden_sizes),
+        critic_optim=p.critic_lr,
+        critic2=QCritic(d, a, p.hidden_sizes),
+        value=VCritic(d, p.hidden_sizes, activation=nn.ReLU),
+        value_optim=p.value_lr,
+        tau=p.tau,
+        gamma=p.gamma,
+        expectile=p.expectile,
+        beta=p.beta,
+        max_weight=p.max_weight,
+    )
+
+    # no training envs: the trainer samples the dataset; the test collector counts returns
+    test_collector = Collector(policy, test_envs, VectorReplayBuffer(2 * p.test_num, p.test_num))
+    test_collector.reset(seed=args.seed + 100_000)
+
+    # logger and trainer: step_per_epoch gradient steps per epoch, then a test
+    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    trainer = OfflineTrainer(
+        algorithm,
+        dataset,
+        test_collector=test_collector,
+        max_epochs=p.max_epochs,
+        step_per_epoch=p.step_per_epoch,
+        batch_size=p.batch_size,
+        episode_per_test=p.test_num,
+        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
+        logger=make_logger(args.logger, log_dir),
+        show_progress=not args.no_progress,
+    )
+    start = time.perf_counter()
+    result = trainer.run()
+
+    # final evaluation of the trained policy, then the summary line `tdrl train` prints
+    policy.is_within_training_step = False
+    policy.eval()
+    test_collector.reset()
+    final = test_collector.collect(n_episode=p.test_num).returns_stat
+    assert final is not None
+    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
+    test_envs.close()
+    print(
+        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
+        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.gradient_step} "
+        f"gradient steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
+    )
+
+
+if __name__ == "__main__":
+    main()
