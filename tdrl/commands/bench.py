@@ -63,17 +63,31 @@ def _action_space(task: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``tdrl bench``."""
-    p = _Parser(prog="tdrl bench", description=__doc__.split("\n")[0])
+    p = _Parser(
+        prog="tdrl bench",
+        description="Train every algorithm x task x seed with its preset (never stopping "
+        "early), resumably, then write OUT/report.md and OUT/curves.png.",
+    )
     p.add_argument("--algos", type=_csv, required=True, help="comma-separated: sac,td3,ppo")
     p.add_argument("--tasks", type=_csv, required=True, help="comma-separated gymnasium ids")
     p.add_argument("--seeds", type=_positive, default=3, help="how many seeds: 3 = 0, 1, 2")
     p.add_argument("--env-steps", type=_positive, required=True, help="training env steps per run")
     p.add_argument("--out", required=True, help="the sweep's directory")
-    p.add_argument("--logger", choices=("wandb", "tensorboard", "csv"), default="wandb")
+    p.add_argument(
+        "--logger",
+        choices=("wandb", "tensorboard", "csv"),
+        default="wandb",
+        help="beside the CSV (W&B: offline unless an account is configured)",
+    )
     p.add_argument(
         "--workers", type=_positive, default=None, help="runs at a time (default: cores)"
     )
-    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local processes, or Ray tasks (RAY_ADDRESS, else a local instance)",
+    )
     p.add_argument(
         "--set",
         action="append",

@@ -21,7 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     >>> main(["/nonexistent-dir"])
     2
     """
-    parser = _Parser(prog="tdrl report", description=__doc__.split("\n")[0])
+    parser = _Parser(
+        prog="tdrl report",
+        description="Write DIR/report.md and DIR/curves.png from a benchmark directory.",
+    )
     parser.add_argument("dir", help="the benchmark directory (tdrl bench --out)")
     parser.add_argument("--peer", action="append", default=[], help="another library's runs")
     parser.add_argument("--last-k", type=_positive, default=5, help="last tests pooled in the IQM")
