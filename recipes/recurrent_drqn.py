@@ -1,0 +1,149 @@
+"""DRQN on CartPole: a recurrent (LSTM) Q-network; how its hidden state flows.
+
+    python recipes/recurrent_drqn.py --task CartPole-v1 --seed 0
+    python recipes/recurrent_drqn.py --help       # every hyperparameter, with its default
+
+Acting, the collector carries each env's hidden state from step to step (zeroed when the
+env resets): ``q_t, state_t = net(o_t, state_{t-1})``. The buffer stores single
+observations, no hidden state; sampled with ``stack_num = T``, it returns each sample's
+``T`` latest observations ``[B, T, obs_dim]`` (the episode's first frame repeated before
+its start), and the learner runs the LSTM over them from a zero state. The loss is DQN's
+(n-step target, target net). The final evaluation below steps the network by hand to
+show the state being carried. The defaults are tdrl's registry preset (``tdrl train drqn
+CartPole-v1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tdrl import registry
+from tdrl.algorithm.modelfree.drqn import DRQN, DRQNPolicy
+from tdrl.cli import add_preset_flags
+from tdrl.data import Collector, VectorReplayBuffer
+from tdrl.env import DummyVectorEnv
+from tdrl.trainer import OffPolicyTrainer
+from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.net_recurrent import RecurrentQNet
+
+ALGO, TASK = "drqn", "CartPole-v1"
+
+
+def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
+    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--task", default=TASK)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
+    run.add_argument("--logdir", default="runs")
+    run.add_argument("--no-progress", action="store_true")
+    task = run.parse_known_args(argv)[0].task
+    parser = argparse.ArgumentParser(
+        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
+    )
+    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
+    args = parser.parse_args(argv)
+    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
+    return args, registry.preset(ALGO, args.task, **fields)
+
+
+def make_logger(kind: str, log_dir: Path) -> BaseLogger:
+    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
+    if kind == "tensorboard":
+        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
+    if kind == "wandb":
+        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
+    return CSVLogger(log_dir, train_interval=1, update_interval=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, p = get_args(argv)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: one thread is fastest
+
+    # environments: training envs explore, test envs measure the policy
+    train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
+    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+
+    # embedding -> LSTM -> Q head; forward(obs, state) -> (q, new state)
+    net = RecurrentQNet(
+        obs_space.shape, int(act_space.n), hidden_size=p.hidden_size, num_layers=p.num_layers
+    )
+    policy = DRQNPolicy(
+        model=net, action_space=act_space, eps_training=p.eps_train, eps_inference=p.eps_test
+    )
+    algorithm = DRQN(
+        policy=policy,
+        optim=p.lr,
+        gamma=p.gamma,
+        n_step=p.n_step,
+        target_update_freq=p.target_update_freq,
+    )
+
+    # the buffer samples the stack_num latest observations of each sampled step; the
+    # collectors carry each env's hidden state; a random warm-up fills the buffer first
+    buffer = VectorReplayBuffer(p.buffer_size, p.training_num, stack_num=p.stack_num)
+    train_collector = Collector(policy, train_envs, buffer, exploration_noise=True)
+    test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)  # tests only count returns
+    test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=True)
+    train_collector.reset(seed=args.seed)
+    test_collector.reset(seed=args.seed + 100_000)
+    # (at most half the run's steps: a short run still trains on its own data)
+    warmup = min(p.warmup_steps, max(p.step_per_epoch, p.max_epochs * p.step_per_epoch // 2))
+    train_collector.collect(n_step=warmup, random=True)
+
+    # logger and trainer: test after every epoch, stop at the task's threshold
+    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    trainer = OffPolicyTrainer(
+        algorithm,
+        train_collector,
+        test_collector=test_collector,
+        max_epochs=p.max_epochs,
+        step_per_epoch=p.step_per_epoch,
+        step_per_collect=p.step_per_collect,
+        update_per_step=p.update_per_step,
+        batch_size=p.batch_size,
+        episode_per_test=p.test_num,
+        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
+        test_in_train=p.threshold is not None,
+        logger=make_logger(args.logger, log_dir),
+        show_progress=not args.no_progress,
+    )
+    start = time.perf_counter()
+    result = trainer.run()
+
+    # final evaluation by hand, to show the hidden state flowing: one LSTM step per env
+    # step, the state carried from step to step and started from zeros (None) each episode
+    net.eval()
+    env, returns = gym.make(p.task), []
+    for episode in range(min(p.test_num, 10)):
+        obs, _ = env.reset(seed=args.seed + 200_000 + episode)
+        state, total, done = None, 0.0, False
+        while not done:
+            with torch.no_grad():
+                q, state = net(torch.as_tensor(obs[None], dtype=torch.float32), state=state)
+            obs, reward, terminated, truncated, _ = env.step(int(q.argmax()))  # greedy
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+    mean, std, n = np.mean(returns), np.std(returns), len(returns)
+    print(f"final evaluation: {mean:.1f} ± {std:.1f} over {n} episodes")
+    train_envs.close()
+    test_envs.close()
+    print(
+        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
+        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.env_step} env "
+        f"steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
+    )
+
+
+if __name__ == "__main__":
+    main()
