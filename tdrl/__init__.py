@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from tdrl import gym_ids as _gym_ids
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -106,6 +108,9 @@ if TYPE_CHECKING:
     from tdrl.launch import ExperimentConfig, run_experiment
     from tdrl.registry import PresetError, preset, task_family
     from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer
+
+
+_gym_ids.install()  # gymnasium.make("tdrl/NChain-v0") works after import tdrl
 
 
 def __getattr__(name: str) -> Any:

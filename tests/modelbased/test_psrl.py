@@ -450,3 +450,25 @@ def test_psrl_reaches_the_threshold(tmp_path) -> None:
     )
     assert result.best_reward >= NCHAIN_THRESHOLD
     assert result.env_step <= BUDGET - 1000  # env_step does not count the warm-up
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import tdrl, gymnasium",  # tdrl first: registered when gymnasium loads
+        "import gymnasium, tdrl",  # gymnasium first: registered at once
+        "import tdrl, importlib.util; importlib.util.find_spec('gymnasium'); import gymnasium",
+    ],
+)
+def test_gymnasium_make_works_after_import_tdrl(code: str) -> None:
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        f"{code}\nimport sys, json\nenv = gymnasium.make('tdrl/NChain-v0')\n"
+        "print(json.dumps([env.spec.id, env.spec.max_episode_steps, "
+        "'torch' in sys.modules]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == ["tdrl/NChain-v0", 1000, False]
