@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -95,8 +96,11 @@ def win_rate(agent_returns: np.ndarray) -> np.ndarray:
     return (agent_returns[:, 0] > 0).astype(np.float64)
 
 
-def train(args: argparse.Namespace) -> tuple[MultiAgentOffPolicyAlgorithm, Any]:
-    """Train X against the random O; return the algorithm and the trainer's result."""
+def train(
+    args: argparse.Namespace, test_fn: Callable[[int, int], None] | None = None
+) -> tuple[MultiAgentOffPolicyAlgorithm, Any]:
+    """Train X against the random O; return the algorithm and the trainer's result
+    (``test_fn(epoch, env_step)`` runs before each test)."""
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     agents = make_agents(args)
@@ -126,6 +130,7 @@ def train(args: argparse.Namespace) -> tuple[MultiAgentOffPolicyAlgorithm, Any]:
         test_collector=test_collector,
         episode_per_test=args.test_games,
         stop_fn=lambda rate: rate >= args.stop_win_rate,
+        test_fn=test_fn,
         show_progress=False,
         verbose=False,
     )
