@@ -26,7 +26,7 @@ QUIET = {"RL_WARNINGS": "0"}
 
 def _install(
     session: nox.Session,
-    extras: str = "dev,hdf5,logging,mujoco,atari,offline,multiagent,bench,video",
+    extras: str = "dev,hdf5,logging,mujoco,atari,offline,multiagent,bench,video,fast",
 ) -> None:
     session.install(TORCH)
     session.install("-e", f".[{extras}]")

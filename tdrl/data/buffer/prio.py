@@ -191,7 +191,7 @@ class PrioritizedSampler(Sampler):
         return self._weight(idx, self.weight_norm if normalize is None else normalize)
 
     def _weight(self, idx: np.ndarray, normalize: bool) -> np.ndarray:
-        p = self._tree.leaves.take(idx)
+        p = self._tree._sum[0].take(idx)  # the leaves (a padded tree has more, never indexed)
         if idx.size == 0:
             return p
         if not p.all():
@@ -323,6 +323,13 @@ class _PrioritizedMixin:
             return self._sampler.sample_index(batch_size, self._rng)
         return super().sample_indices(batch_size)  # type: ignore[misc]
 
+    def sample(self, batch_size: int | None) -> tuple[Batch, np.ndarray]:
+        """``(self[indices], indices)`` with ``indices = sample_indices(batch_size)``."""
+        if batch_size is not None and batch_size > 0 and len(self):  # type: ignore[arg-type]
+            idx = self._sampler.sample_index(batch_size, self._rng)
+            return self._gather(idx), idx  # drawn indices are valid: no index checks
+        return super().sample(batch_size)  # type: ignore[misc]
+
     def get_weight(self, index: Any) -> np.ndarray:
         """Un-normalised importance weights ``(p_i / min_j p_j) ** -beta`` at ``index``."""
         return self._sampler.weight(index, normalize=False)
@@ -390,11 +397,12 @@ class _PrioritizedMixin:
             buf.init_weight(ReplayBuffer.sample_indices(buf, 0))
         return buf
 
-    def _gather(self, idx: np.ndarray) -> Batch:
-        batch = super()._gather(idx)  # type: ignore[misc]
+    def _gather(self, idx: np.ndarray, extra: dict[str, Any] | None = None) -> Batch:
         w = self._sampler._weight(idx, self._weight_norm)
-        batch.set("weight", torch.from_numpy(w.astype(np.float32)))
-        return batch
+        weight = {"weight": torch.from_numpy(w.astype(np.float32))}
+        if extra:
+            weight.update(extra)
+        return super()._gather(idx, weight)  # type: ignore[misc]
 
 
 class PrioritizedReplayBuffer(_PrioritizedMixin, ReplayBuffer):

@@ -95,6 +95,20 @@ class ReadMixin:
         cached = self._plan_cache
         if cached is not None and cached[0] == st.layout_version:
             return cached[1]
+        return self._build_read_plan()[1]
+
+    def _fast_plan_for_gather(self) -> tuple[list[tuple[str, np.ndarray]], list[str]] | None:
+        """``(name, numpy column)`` pairs and empty groups when every group is one plain column.
+
+        ``None`` when some group is nested, stacked, read through ``next()`` or not on the CPU.
+        """
+        cached = self._plan_cache
+        if cached is not None and cached[0] == self._storage.layout_version:
+            return cached[2]
+        return self._build_read_plan()[2]
+
+    def _build_read_plan(self) -> tuple:
+        st = self._storage
         stack = self.stack_num
         plan: list[tuple[str, bool, int, list | None]] = [
             ("obs", False, stack, self._entries("obs"))
@@ -110,8 +124,21 @@ class ReadMixin:
         for name in dict.fromkeys(k[0] for k in st.columns):
             if name not in RESERVED_KEYS:
                 plan.append((name, False, 1, self._entries(name)))
-        self._plan_cache = (st.layout_version, plan)
-        return plan
+        columns: list[tuple[str, np.ndarray]] = []
+        empty: list[str] = []
+        fast: tuple[list[tuple[str, np.ndarray]], list[str]] | None = (columns, empty)
+        for name, via_next, stack_n, entries in plan:
+            if entries is None:
+                if name in _STACKED_GROUPS:
+                    empty.append(name)
+            elif via_next or stack_n > 1 or len(entries) != 1 or entries[0][0]:
+                fast = None  # read through next(), stacked or nested
+            elif entries[0][1] is None:
+                fast = None  # not a CPU column
+            else:
+                columns.append((name, entries[0][1]))
+        self._plan_cache = (st.layout_version, plan, fast)
+        return self._plan_cache
 
     def _wrap(self, value: Any, n: int) -> Any:
         return make_batch(value, (n,)) if isinstance(value, dict) else value
@@ -149,7 +176,20 @@ class ReadMixin:
         out = self._gather(idx)
         return out[0] if scalar else out
 
-    def _gather(self, idx: np.ndarray) -> Batch:
+    def _gather(self, idx: np.ndarray, extra: dict[str, Any] | None = None) -> Batch:
+        """The rows at ``idx`` as a ``Batch`` (plus the ready-made columns in ``extra``)."""
+        fast = self._fast_plan_for_gather() if idx.ndim == 1 else None
+        if fast is not None:  # plain CPU columns: one take per column, no per-group dispatch
+            size = torch.Size((idx.shape[0],))
+            from_numpy = torch.from_numpy
+            cols: dict[str, Any] = {
+                name: from_numpy(col.take(idx, axis=0)) for name, col in fast[0]
+            }
+            for name in fast[1]:
+                cols[name] = Batch._new_unsafe(source={}, batch_size=size, nested=False)
+            if extra:
+                cols.update(extra)
+            return Batch._new_unsafe(source=cols, batch_size=size, nested=False)
         src: dict[str, Any] = {}
         nidx: np.ndarray | None = None
         stacked: dict[bool, np.ndarray] = {}
@@ -169,4 +209,6 @@ class ReadMixin:
                     stacked[via_next] = self._stack_index(i, stack)
                 i = stacked[via_next]
             src[name] = self._take_group(entries, i)
+        if extra:
+            src.update(extra)
         return make_batch(src, (len(idx),))

@@ -11,15 +11,22 @@ batch of indices or queries at once:
   descends one ``K``-wide block per level for all queries together.
 
 Both cost ``O(top + batch * K * log_K(capacity))``.
+
+When ``numba`` is installed (the ``fast`` extra), the search runs as one compiled loop per
+query (:func:`_search_kernel`, compiled once and cached on disk); it does the same
+floating-point operations as the numpy descent, so both give identical leaves. Set
+``TDRL_NUMBA=0`` (or pass ``backend="numpy"``) to use the numpy path.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SumMinTree"]
+__all__ = ["SumMinTree", "numba_available"]
 
 IndexLike = Any  # int, sequence of ints, np.ndarray or torch.Tensor
 
@@ -42,6 +49,117 @@ def as_index_array(index: IndexLike, capacity: int, what: str = "index") -> np.n
     return arr
 
 
+def _search_kernel(
+    flat: np.ndarray,
+    starts: np.ndarray,
+    k: int,
+    top: np.ndarray,
+    csum: np.ndarray,
+    v: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - runs compiled; checked against SumMinTree._descend
+    """Prefix-sum search of every ``v[q]`` (the loop form of ``SumMinTree._descend``).
+
+    ``flat`` holds the sum levels back to back (level ``l`` starts at ``starts[l]``), ``top``
+    is the last level and ``csum`` its cumulative sum; the leaf of ``v[q]`` goes to ``out[q]``.
+    All queries descend one level together (their memory loads overlap) and the searches
+    are branch-free (random queries would mispredict every branch).
+    """
+    ntop = top.shape[0]
+    last_top = ntop - 1
+    while last_top > 0 and not top[last_top] > 0:
+        last_top -= 1
+    nq = v.shape[0]
+    # searchsorted(csum, v, side="right"), all queries halving their range together
+    for q in range(nq):
+        out[q] = 0
+    n = ntop
+    while n > 1:
+        half = n >> 1
+        for q in range(nq):
+            lo = out[q]
+            out[q] = lo + half * np.int64(csum[lo + half - 1] <= v[q])
+        n -= half
+    xs = np.empty(nq)
+    for q in range(nq):
+        x = v[q]
+        i = out[q] + np.int64(csum[out[q]] <= x)
+        if i >= ntop:  # x reached the total through rounding
+            i = last_top
+            x = csum[i] - 0.5 * top[i]
+        xs[q] = x - (csum[i] - top[i])
+        out[q] = i
+    bsum = np.empty(k)
+    for level in range(starts.shape[0] - 2, -1, -1):
+        start = starts[level]
+        for q in range(nq):
+            x = xs[q]
+            base = start + out[q] * k
+            acc = 0.0
+            cnt = 0
+            for j in range(k):  # inclusive prefix sums; cnt = first j with bsum[j] > x
+                acc += flat[base + j]
+                bsum[j] = acc
+                cnt += acc <= x
+            if cnt < k and flat[base + cnt] > 0:
+                hit = bsum[cnt]
+                chosen = flat[base + cnt]
+            else:  # rounding: the exact rule of _descend
+                cnt = -1
+                hit = 0.0
+                chosen = 0.0
+                last = k - 1  # the last positive child (all are 0 when none is positive)
+                last_hit = bsum[k - 1]
+                last_b = flat[base + k - 1]
+                for j in range(k):
+                    b = flat[base + j]
+                    if b > 0:
+                        last = j
+                        last_hit = bsum[j]
+                        last_b = b
+                        if cnt < 0 and bsum[j] > x:
+                            cnt = j
+                            hit = bsum[j]
+                            chosen = b
+                if cnt < 0:
+                    cnt = last
+                    hit = last_hit
+                    chosen = last_b
+                    x = hit - 0.5 * chosen
+            xs[q] = x - (hit - chosen)
+            out[q] = out[q] * k + cnt
+
+
+_KERNEL: Callable[..., None] | None = None
+_KERNEL_LOADED = False
+
+
+def _load_kernel() -> Callable[..., None] | None:
+    """Compile (or load from numba's disk cache) the search kernel; ``None`` without numba."""
+    global _KERNEL, _KERNEL_LOADED
+    if not _KERNEL_LOADED:
+        _KERNEL_LOADED = True
+        if os.environ.get("TDRL_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
+            return None
+        try:
+            import numba
+        except ImportError:
+            return None
+        f64 = "float64[::1]"
+        sig = f"void({f64}, int64[::1], int64, {f64}, {f64}, {f64}, int64[::1])"
+        _KERNEL = numba.njit(sig, cache=True, nogil=True)(_search_kernel)
+    return _KERNEL
+
+
+def numba_available() -> bool:
+    """Whether the compiled search can be used (``numba`` importable and not disabled).
+
+    >>> isinstance(numba_available(), bool)
+    True
+    """
+    return _load_kernel() is not None
+
+
 class SumMinTree:
     """Sum and min over ``capacity`` non-negative leaves, with batched update and search.
 
@@ -52,6 +170,8 @@ class SumMinTree:
     :param capacity: number of leaves.
     :param branching: children per node (``K``).
     :param top: the largest level that is scanned linearly instead of being summarised.
+    :param backend: ``"numba"`` (compiled search; raises without numba), ``"numpy"``, or
+        ``None`` for numba when available.
 
     >>> tree = SumMinTree(6)
     >>> tree[[0, 2, 5]] = [1.0, 3.0, 0.5]
@@ -63,13 +183,22 @@ class SumMinTree:
     [1.0, 0.5]
     """
 
-    def __init__(self, capacity: int, branching: int = 16, top: int = 1024) -> None:
+    def __init__(
+        self, capacity: int, branching: int = 16, top: int = 1024, backend: str | None = None
+    ) -> None:
         if isinstance(capacity, bool) or int(capacity) != capacity or capacity <= 0:
             raise ValueError(f"capacity: expected a positive int, got {capacity!r}")
         if branching < 2:
             raise ValueError(f"branching: expected >= 2, got {branching!r}")
         if top < 1:
             raise ValueError(f"top: expected >= 1, got {top!r}")
+        if backend not in (None, "numba", "numpy"):
+            raise ValueError(f"backend: expected None, 'numba' or 'numpy', got {backend!r}")
+        self._kernel = None if backend == "numpy" else _load_kernel()
+        if backend == "numba" and self._kernel is None:
+            raise ImportError(
+                "backend: expected 'numba' to be usable, got numba missing or TDRL_NUMBA=0"
+            )
         self._capacity = int(capacity)
         self._k = int(branching)
         self._top = int(top)
@@ -78,7 +207,11 @@ class SumMinTree:
             padded = -(-sizes[-1] // self._k) * self._k
             sizes[-1] = padded
             sizes.append(padded // self._k)
-        self._sum = [np.zeros(s, dtype=np.float64) for s in sizes]
+        # all sum levels live in one flat array (level 0 first) so that a compiled kernel
+        # can walk them; ``self._sum[level]`` are views into it
+        self._starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+        self._flat = np.zeros(sum(sizes), dtype=np.float64)
+        self._sum = [self._flat[a : a + s] for a, s in zip(self._starts.tolist(), sizes)]
         self._min = [np.full(s, np.inf, dtype=np.float64) for s in sizes]
         # 2-D views (one row per parent) of every level that has a parent level
         self._sum2d = [a.reshape(-1, self._k) for a in self._sum[:-1]]
@@ -221,7 +354,7 @@ class SumMinTree:
             raise ValueError("find_prefix_sum_idx: the tree sums to 0, nothing can be drawn")
         if v.size and not (np.isfinite(v).all() and v.min() >= 0):
             raise ValueError(f"value: expected finite numbers in [0, {total}), got min {v.min()}")
-        return self._descend(v, top, csum)
+        return self._search(v, top, csum)
 
     def sample(self, uniform: np.ndarray) -> np.ndarray:
         """Draw leaves with probability proportional to their value from ``uniform`` in [0, 1).
@@ -236,37 +369,60 @@ class SumMinTree:
         if not total > 0:
             raise ValueError("sample: the tree sums to 0, nothing can be drawn")
         v = np.multiply(uniform, total)
+        if self._kernel is not None:
+            return self._search(v, top, csum)
         # descending in sorted order makes the searches and gathers cache- and branch-friendly;
         # the result is scattered back, so idx[i] is the leaf of uniform[i]
         order = np.argsort(v)
-        found = self._descend_fast(v.take(order), top, csum)
+        found, exact = self._descend_fast(v.take(order), top, csum)
         idx = np.empty_like(found)
         idx[order] = found
-        if idx.size and not (idx.max() < self._capacity and self._sum[0].take(idx).all()):
-            idx = self._descend(v, top, csum)  # rounding reached an empty node: exact path
+        if not exact or (idx.size and not self._sum[0].take(idx).all()):
+            idx = self._descend(v, top, csum)  # rounding reached a block's end: exact path
         return idx
 
-    def _descend_fast(self, v: np.ndarray, top: np.ndarray, csum: np.ndarray) -> np.ndarray:
-        # Fast path: no rounding guards; the caller checks that every leaf found is positive.
+    @property
+    def backend(self) -> str:
+        """``"numba"`` when the compiled search is used, else ``"numpy"``."""
+        return "numpy" if self._kernel is None else "numba"
+
+    def _search(self, v: np.ndarray, top: np.ndarray, csum: np.ndarray) -> np.ndarray:
+        if self._kernel is None:
+            return self._descend(v, top, csum)
+        out = np.empty(v.shape[0], dtype=np.int64)
+        self._kernel(self._flat, self._starts, self._k, top, csum, v, out)
+        return out
+
+    def _descend_fast(
+        self, v: np.ndarray, top: np.ndarray, csum: np.ndarray
+    ) -> tuple[np.ndarray, bool]:
+        # Fast path without rounding guards: also returns False when some block's prefix sums
+        # never passed v (then the caller takes the exact path; a zero leaf is checked there).
         idx = np.searchsorted(csum, v, side="right")
-        v -= (csum - top).take(idx, mode="clip")
+        if idx.size and idx[-1] >= top.shape[0]:  # v is sorted: only the last can overflow
+            return idx, False
+        v -= (csum - top).take(idx)
         k = self._k
         n = v.shape[0]
         if self._rows.shape[0] != n:
             self._rows = np.arange(n) * k
         rows = self._rows
-        upper = self._upper
+        exact = True
         for level in range(len(self._sum) - 2, -1, -1):
-            block = self._sum2d[level].take(idx, axis=0, mode="clip")  # (B, K) children
-            bsum = block.dot(upper)  # inclusive prefix sums
+            block = self._sum2d[level].take(idx, axis=0)  # (B, K) children
+            bsum = np.cumsum(block, axis=1)  # inclusive prefix sums
             cnt = (bsum > v[:, None]).argmax(axis=1)
             flat = rows + cnt
-            v -= bsum.ravel().take(flat) - block.ravel().take(flat)
+            hit = bsum.ravel().take(flat)
+            if not (hit > v).all():
+                exact = False
+            v -= hit - block.ravel().take(flat)
             idx *= k
             idx += cnt
-        return idx
+        return idx, exact
 
     def _descend(self, v: np.ndarray, top: np.ndarray, csum: np.ndarray) -> np.ndarray:
+        # The reference search (same arithmetic as the compiled kernel ``_numba_search``).
         idx = np.searchsorted(csum, v, side="right")
         if idx.size and idx.max() >= top.shape[0]:  # v reached the total through rounding
             over = idx >= top.shape[0]
@@ -281,7 +437,7 @@ class SumMinTree:
         flat_rows = self._rows
         for level in range(len(self._sum) - 2, -1, -1):
             block = self._sum2d[level].take(idx, axis=0)  # (B, K) children
-            bsum = block.dot(self._upper)  # inclusive prefix sums
+            bsum = np.cumsum(block, axis=1)  # inclusive prefix sums
             cnt = (bsum > v[:, None]).argmax(axis=1)
             flat = flat_rows + cnt
             chosen = block.ravel().take(flat)
