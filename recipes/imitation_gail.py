@@ -1,0 +1,166 @@
+"""GAIL on Pendulum: imitate an expert's transitions by PPO on a learned reward.
+
+    tdrl gather sac Pendulum-v1 --out sac-pendulum.hdf5     # the expert's transitions
+    python recipes/imitation_gail.py --dataset sac-pendulum.hdf5 --seed 0
+    python recipes/imitation_gail.py --help       # every hyperparameter, with its default
+
+A discriminator ``D(s, a)`` learns to tell the expert's pairs (label 1) from the policy's
+(label 0); PPO maximises the reward ``-log(1 - D(s, a))``. The env reward is never used
+for learning, only for the test returns. ``--dataset`` is an HDF5 replay buffer or
+``minari:NAME``. The defaults are tdrl's registry preset (``tdrl train gail Pendulum-v1
+--dataset FILE``); the run stops at the task's -250, the preset's success threshold is
+-1100 (``--stop-reward -1100``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tdrl import registry
+from tdrl.algorithm.imitation.gail import GAIL
+from tdrl.algorithm.modelfree.ppo import ActorPolicy
+from tdrl.cli import add_preset_flags
+from tdrl.data import Collector, VectorReplayBuffer
+from tdrl.data.datasets import check_spaces, load_dataset
+from tdrl.env import DummyVectorEnv
+from tdrl.trainer import OnPolicyTrainer
+from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.net import MLP, DiscreteActor, GaussianActor, VCritic
+
+DATASET_HELP = "an HDF5 replay buffer (e.g. from `tdrl gather`) or minari:NAME"
+ALGO, TASK = "gail", "Pendulum-v1"
+
+
+def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
+    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--task", default=TASK)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--dataset", metavar="FILE.hdf5|minari:NAME", help=DATASET_HELP)
+    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
+    run.add_argument("--logdir", default="runs")
+    run.add_argument("--no-progress", action="store_true")
+    task = run.parse_known_args(argv)[0].task
+    parser = argparse.ArgumentParser(
+        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
+    )
+    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
+    args = parser.parse_args(argv)
+    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
+    return args, registry.preset(ALGO, args.task, **fields)
+
+
+def make_logger(kind: str, log_dir: Path) -> BaseLogger:
+    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
+    if kind == "tensorboard":
+        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
+    if kind == "wandb":
+        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
+    return CSVLogger(log_dir, train_interval=1, update_interval=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, p = get_args(argv)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: one thread is fastest
+
+    # the expert's transitions, then training and test envs as for PPO
+    if args.dataset is None:
+        raise SystemExit(f"--dataset: expected FILE.hdf5 or minari:NAME ({DATASET_HELP})")
+    expert = load_dataset(args.dataset)  # a ReplayBuffer of (obs, act, ...) transitions
+    train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
+    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+    d = int(np.prod(obs_space.shape))
+    check_spaces(expert, obs_space, act_space)  # a one-line error if they do not fit
+
+    # PPO's actor and critic (orthogonal init) and a discriminator D(s, a) (tanh MLP)
+    actor: torch.nn.Module
+    if isinstance(act_space, gym.spaces.Discrete):
+        actor, a = DiscreteActor(d, int(act_space.n), p.hidden_sizes), 1
+    else:
+        a = int(np.prod(act_space.shape))
+        actor = GaussianActor(d, a, p.hidden_sizes, state_dependent_std=False)
+    critic = VCritic(d, p.hidden_sizes, activation=torch.nn.ReLU)
+    disc = MLP(d + a, 1, p.disc_hidden_sizes, activation=torch.nn.Tanh)
+    with torch.no_grad():
+        for net, gain in ((actor, 1.0), (critic, 1.0), (disc, float(np.sqrt(2)))):
+            for m in net.modules():
+                if isinstance(m, torch.nn.Linear):
+                    torch.nn.init.orthogonal_(m.weight, gain=gain)
+                    torch.nn.init.zeros_(m.bias)
+    policy = ActorPolicy(
+        actor=actor, action_space=act_space, deterministic_eval=p.deterministic_eval
+    )
+    algorithm = GAIL(
+        policy=policy,
+        critic=critic,
+        expert_buffer=expert,
+        disc_net=disc,
+        optim=p.lr,
+        disc_optim=p.disc_lr,
+        disc_update_num=p.disc_update_num,  # discriminator steps per update
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        eps_clip=p.eps_clip,
+        vf_coef=p.vf_coef,
+        ent_coef=p.ent_coef,
+        max_grad_norm=p.max_grad_norm,
+        advantage_normalization=p.advantage_normalization,
+        value_clip=p.value_clip,
+        return_scaling=p.return_scaling,
+    )
+
+    # on-policy: the buffer holds one rollout, emptied after each update
+    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
+    train_collector = Collector(policy, train_envs, buffer)
+    test_collector = Collector(policy, test_envs, VectorReplayBuffer(2 * p.test_num, p.test_num))
+    train_collector.reset(seed=args.seed)
+    test_collector.reset(seed=args.seed + 100_000)
+
+    # logger and trainer: test after every epoch, stop at the task's threshold
+    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    trainer = OnPolicyTrainer(
+        algorithm,
+        train_collector,
+        test_collector=test_collector,
+        max_epochs=p.max_epochs,
+        step_per_epoch=p.step_per_epoch,
+        step_per_collect=p.step_per_collect,
+        repeat_per_collect=p.repeat_per_collect,
+        batch_size=p.batch_size,
+        episode_per_test=p.test_num,
+        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
+        test_in_train=p.threshold is not None,
+        logger=make_logger(args.logger, log_dir),
+        show_progress=not args.no_progress,
+    )
+    start = time.perf_counter()
+    result = trainer.run()
+
+    # final evaluation of the trained policy, then the summary line `tdrl train` prints
+    policy.is_within_training_step = False
+    policy.eval()
+    test_collector.reset()
+    final = test_collector.collect(n_episode=p.test_num).returns_stat
+    assert final is not None
+    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
+    train_envs.close()
+    test_envs.close()
+    print(
+        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
+        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.env_step} env "
+        f"steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
+    )
+
+
+if __name__ == "__main__":
+    main()
