@@ -45,6 +45,13 @@ CASES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     **{f"mujoco_{a}": (a, "Hopper-v5", MUJOCO_OFF) for a in ("sac", "td3", "ddpg", "redq")},
     **{f"mujoco_{a}": (a, "Hopper-v5", MUJOCO_ON) for a in ("ppo", "a2c", "npg", "trpo")},
     **{f"offline_{a}": (a, "Pendulum-v1", OFFLINE) for a in ("bc", "bcq", "cql", "td3_bc", "iql")},
+    "imitation_gail": ("gail", "Pendulum-v1", (*ON, "--dataset", "DATA")),
+    "recurrent_drqn": ("drqn", "CartPole-v1", OFF),
+    "torchrl_sac": (
+        "sac",
+        "Pendulum-v1",
+        ("--epochs", "1", "--step-per-epoch", "200", "--test-num", "1"),
+    ),
 }
 SLOW_CASES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     **{
