@@ -98,12 +98,10 @@ def main(argv: list[str] | None = None) -> None:
         deterministic_eval=p.deterministic_eval,
         action_bound_method=p.action_bound_method,
     )
-    # learning rate decaying linearly to 0 over the run's updates (one per collect)
-    updates = math.ceil(p.step_per_epoch / p.step_per_collect) * p.max_epochs
-    decay = linear_lr_decay(updates) if p.lr_decay else None
-    optim = OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5, alpha=0.99)
-    if decay is not None:
-        optim = optim.with_lr_scheduler(decay)
+    optim: OptimizerFactory = OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5, alpha=0.99)
+    if p.lr_decay:  # linearly to 0 over the run's updates (one per collect)
+        updates = math.ceil(p.step_per_epoch / p.step_per_collect) * p.max_epochs
+        optim = optim.with_lr_scheduler(linear_lr_decay(updates))
     algorithm = A2C(
         policy=policy,
         critic=critic,

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from tdrl import registry
-from tdrl.algorithm.base import AdamOptimizerFactory
+from tdrl.algorithm.base import AdamOptimizerFactory, OptimizerFactory
 from tdrl.algorithm.modelfree.npg import NPG
 from tdrl.algorithm.policy_gradient import ActorPolicy
 from tdrl.cli import add_preset_flags
@@ -100,12 +100,11 @@ def main(argv: list[str] | None = None) -> None:
         deterministic_eval=p.deterministic_eval,
         action_bound_method=p.action_bound_method,
     )
-    # learning rate decaying linearly to 0 over the run's updates (one per collect)
-    updates = math.ceil(p.step_per_epoch / p.step_per_collect) * p.max_epochs
-    decay = linear_lr_decay(updates) if p.lr_decay else None
-    optim = AdamOptimizerFactory(lr=p.lr)  # the critic's; the actor takes natural-gradient steps
-    if decay is not None:
-        optim = optim.with_lr_scheduler(decay)
+    # the critic's Adam; the actor takes natural-gradient steps
+    optim: OptimizerFactory = AdamOptimizerFactory(lr=p.lr)
+    if p.lr_decay:  # linearly to 0 over the run's updates (one per collect)
+        updates = math.ceil(p.step_per_epoch / p.step_per_collect) * p.max_epochs
+        optim = optim.with_lr_scheduler(linear_lr_decay(updates))
     algorithm = NPG(
         policy=policy,
         critic=critic,

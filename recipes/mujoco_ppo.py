@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from tdrl import registry
-from tdrl.algorithm.base import AdamOptimizerFactory
+from tdrl.algorithm.base import AdamOptimizerFactory, OptimizerFactory
 from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
 from tdrl.cli import add_preset_flags
 from tdrl.data import Collector, VectorReplayBuffer
@@ -99,12 +99,10 @@ def main(argv: list[str] | None = None) -> None:
         deterministic_eval=p.deterministic_eval,
         action_bound_method=p.action_bound_method,
     )
-    # learning rate decaying linearly to 0 over the run's updates (one per collect)
-    updates = math.ceil(p.step_per_epoch / p.step_per_collect) * p.max_epochs
-    decay = linear_lr_decay(updates) if p.lr_decay else None
-    optim = AdamOptimizerFactory(lr=p.lr)  # one Adam for the actor and the critic
-    if decay is not None:
-        optim = optim.with_lr_scheduler(decay)
+    optim: OptimizerFactory = AdamOptimizerFactory(lr=p.lr)  # one Adam for the actor and the critic
+    if p.lr_decay:  # linearly to 0 over the run's updates (one per collect)
+        updates = math.ceil(p.step_per_epoch / p.step_per_collect) * p.max_epochs
+        optim = optim.with_lr_scheduler(linear_lr_decay(updates))
     algorithm = PPO(
         policy=policy,
         critic=critic,
