@@ -24,8 +24,10 @@ SUMMARY = re.compile(
 
 OFF = ("--epochs", "1", "--step-per-epoch", "200", "--training-num", "2", "--test-num", "1")
 ON = (*OFF, "--step-per-collect", "100")
-MUJOCO_OFF = (*OFF[:4], "--test-num", "1", "--buffer-size", "1000", "--step-per-collect", "8")
-MUJOCO_OFF = (*MUJOCO_OFF, "--update-per-step", "0.25")
+MUJOCO_OFF = (
+    *(*OFF[:4], "--test-num", "1", "--buffer-size", "1000"),
+    *("--step-per-collect", "8", "--update-per-step", "0.25"),
+)
 MUJOCO_ON = (*ON, "--batch-size", "64")
 OFFLINE = ("--epochs", "1", "--step-per-epoch", "50", "--test-num", "1", "--dataset", "DATA")
 ATARI = (  # Pong: a short test episode (the untrained agent loses 21-0)
