@@ -50,6 +50,7 @@ def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
     )
     add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
     args = parser.parse_args(argv)
+    # the preset fields given on the command line, stored as args.field__NAME
     fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
     return args, registry.preset(ALGO, args.task, **fields)
 
