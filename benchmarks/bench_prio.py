@@ -48,7 +48,7 @@ def _bench_capacity(capacity: int, fill_adds: int) -> None:
     from tianshou.data import PrioritizedVectorReplayBuffer as TsPVRB
 
     steps = _steps(64)
-    ts_steps = [TsBatch(**s, info={}) for s in steps]
+    ts_steps = [TsBatch(**s, info={}) for s in steps]  # type: ignore[arg-type]
     ours = PrioritizedVectorReplayBuffer(capacity, N_ENVS, ALPHA, BETA, seed=0)
     theirs = TsPVRB(capacity, N_ENVS, alpha=ALPHA, beta=BETA)
     for i in range(fill_adds):

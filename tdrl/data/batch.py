@@ -117,6 +117,17 @@ def _empty_copy(batch: Batch, index: Any = None) -> Batch:
     return empty_batch_(Batch.from_tensordict(batch).clone(), index)
 
 
+def _empty_batch(cls: type[Batch], batch_size: torch.Size) -> Batch:
+    """An empty ``cls`` of ``batch_size`` (what ``fit_entry`` makes of a ``{}`` entry)."""
+    out = cls.__new__(cls)
+    attrs = out.__dict__
+    attrs["_tensordict"] = {}
+    attrs["_batch_size"] = batch_size
+    attrs["_device"] = None
+    attrs["_td_dim_names"] = None
+    return out
+
+
 class Batch(TensorDict):
     """A TensorDict with Tianshou ``Batch`` semantics (see the module docstring).
 
@@ -184,15 +195,30 @@ class Batch(TensorDict):
                 f"Batch expects a mapping or a sequence of mappings, got {type(batch_dict)}."
             )
         cls = type(self)
+        torch_from_numpy = torch.from_numpy
         entries: dict[str, Any] = {}
         shapes: list[tuple[int, ...]] = []
         others: list[str] = []  # entries that are not plain tensors need fit_entry
+        empty: list[str] = []  # ``{}`` values: empty Batches made once the size is known
         for key, value in source.items():
             vtype = type(value)
             if vtype is np.ndarray and value.dtype.kind in NUMERIC_KINDS and not copy:
-                entry: Any = from_numpy(value)
-            elif vtype is torch.Tensor and not copy:
-                entry = value
+                # inlined ``from_numpy`` (the per-step hot path: a collector's arrays)
+                if value.flags.writeable:
+                    try:
+                        entries[key] = torch_from_numpy(value)
+                    except ValueError:  # negative strides
+                        entries[key] = from_numpy(value)
+                else:
+                    entries[key] = from_numpy(value)
+                shapes.append(value.shape)  # a tuple: cheaper than the tensor's torch.Size
+                continue
+            if vtype is torch.Tensor and not copy:
+                entry: Any = value
+            elif vtype is dict and not value:
+                empty.append(key)
+                entries[key] = None
+                continue
             else:
                 entry = convert_value(value, cls, copy)
                 if type(entry) is not torch.Tensor:
@@ -217,6 +243,8 @@ class Batch(TensorDict):
                     fit_entry(key, entry, bs)  # raises the error naming the key
         for key in others:
             entries[key] = fit_entry(key, entries[key], bs)
+        for key in empty:
+            entries[key] = _empty_batch(cls, bs)
         if device is None and names is None and not lock:
             attrs = self.__dict__
             attrs["_tensordict"] = entries

@@ -181,15 +181,19 @@ def common_prefix(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
         return ()
     first = shapes[0]
     n = len(first)
+    prefix = first
     for shape in shapes:
         if n == 0:
             break
+        if shape[:n] == prefix:  # the usual case: one cheap tuple comparison
+            continue
         m = min(n, len(shape))
         i = 0
         while i < m and shape[i] == first[i]:
             i += 1
         n = i
-    return tuple(first[:n])
+        prefix = first[:n]
+    return tuple(prefix)
 
 
 def _build_stack(arr: np.ndarray, batch_size: tuple[int, ...]) -> NonTensorStack:

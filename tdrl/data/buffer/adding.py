@@ -50,6 +50,24 @@ def _extract(struct: tuple, data: Any, out: list) -> bool:
     return True
 
 
+def _flat_td_arrays(entries: dict[str, Any], flat: tuple[str, ...]) -> list[Any] | None:
+    """The CPU tensors of a flat TensorDict's entries as numpy arrays, when their keys are
+    ``flat`` once empty nested TensorDicts (``info={}``, ``policy={}``) are left out."""
+    if tuple(entries) != flat:
+        names = []
+        for name, value in entries.items():
+            if type(value) is torch.Tensor:
+                names.append(name)
+            elif not (isinstance(value, TensorDict) and not value._tensordict):
+                return None
+        if tuple(names) != flat:
+            return None
+    try:
+        return [entries[name].numpy() for name in flat]
+    except (RuntimeError, TypeError, AttributeError):  # grad, device, non-tensor
+        return None
+
+
 class _FastPlan:
     """What ``add`` needs to repeat an input layout it has already validated once."""
 
@@ -156,11 +174,8 @@ class AddMixin:
             if type(batch) is dict:
                 if tuple(batch) == plan.flat:
                     arrs = list(batch.values())
-            elif isinstance(batch, TensorDict) and tuple(batch._tensordict) == plan.flat:
-                try:
-                    arrs = [v.numpy() for v in batch._tensordict.values()]
-                except (RuntimeError, TypeError, AttributeError):
-                    arrs = None
+            elif isinstance(batch, TensorDict):
+                arrs = _flat_td_arrays(batch._tensordict, plan.flat)
         elif plan is not None and plan.struct is not None and type(batch) is dict:
             arrs = []
             if not _extract(plan.struct, batch, arrs):
