@@ -67,6 +67,15 @@ def make_logger(kind: str, log_dir: Path) -> BaseLogger:
     return CSVLogger(log_dir, train_interval=1, update_interval=100)
 
 
+def orthogonal_init(nets: list[torch.nn.Module], gain: float) -> None:
+    """Orthogonal weights and zero biases for every linear layer of ``nets``."""
+    with torch.no_grad():
+        for m in (m for net in nets for m in net.modules()):
+            if isinstance(m, torch.nn.Linear):
+                torch.nn.init.orthogonal_(m.weight, gain=gain)
+                torch.nn.init.zeros_(m.bias)
+
+
 def main(argv: list[str] | None = None) -> None:
     args, p = get_args(argv)
     np.random.seed(args.seed)
@@ -91,13 +100,9 @@ def main(argv: list[str] | None = None) -> None:
         a = int(np.prod(act_space.shape))
         actor = GaussianActor(d, a, p.hidden_sizes, state_dependent_std=False)
     critic = VCritic(d, p.hidden_sizes, activation=torch.nn.ReLU)
+    orthogonal_init([actor, critic], gain=1.0)
     disc = MLP(d + a, 1, p.disc_hidden_sizes, activation=torch.nn.Tanh)
-    with torch.no_grad():
-        for net, gain in ((actor, 1.0), (critic, 1.0), (disc, float(np.sqrt(2)))):
-            for m in net.modules():
-                if isinstance(m, torch.nn.Linear):
-                    torch.nn.init.orthogonal_(m.weight, gain=gain)
-                    torch.nn.init.zeros_(m.bias)
+    orthogonal_init([disc], gain=float(np.sqrt(2)))
     policy = ActorPolicy(
         actor=actor, action_space=act_space, deterministic_eval=p.deterministic_eval
     )
