@@ -100,7 +100,9 @@ def main(argv: list[str] | None = None) -> None:
 
     # replay buffer and collectors; a random warm-up fills the buffer first
     buffer = (
-        PrioritizedVectorReplayBuffer(p.buffer_size, p.training_num, alpha=p.alpha, beta=p.beta)
+        PrioritizedVectorReplayBuffer(  # importance weights divided by the batch maximum
+            p.buffer_size, p.training_num, alpha=p.alpha, beta=p.beta, weight_norm=True
+        )
         if p.prioritized_replay
         else VectorReplayBuffer(p.buffer_size, p.training_num)
     )
