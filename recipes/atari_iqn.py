@@ -100,15 +100,9 @@ def main(argv: list[str] | None = None) -> None:
         target_update_freq=p.target_update_freq,
     )
 
-    # the buffer stores each frame once and rebuilds the stack of 4 when it samples
+    # replay buffer (each frame stored once, the stacks of 4 rebuilt when it samples) and
+    # collectors; a random warm-up fills the buffer first
     frames = {"stack_num": p.frames_stack, "save_only_last_obs": True, "ignore_obs_next": True}
-    # epsilon decays linearly from eps_train to eps_train_final over eps_decay_steps
-    eps = LinearSchedule(p.eps_train, p.eps_train_final, p.eps_decay_steps)
-
-    def train_fn(epoch: int, env_step: int) -> None:
-        policy.set_eps_training(eps(env_step))
-
-    # replay buffer and collectors; a random warm-up fills the buffer first
     buffer = VectorReplayBuffer(p.buffer_size, p.training_num, **frames)
     train_collector = Collector(policy, train_envs, buffer, exploration_noise=True)
     test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)  # tests only count returns
@@ -118,6 +112,12 @@ def main(argv: list[str] | None = None) -> None:
     # (at most half the run's steps: a short run still trains on its own data)
     warmup = min(p.warmup_steps, max(p.step_per_epoch, p.max_epochs * p.step_per_epoch // 2))
     train_collector.collect(n_step=warmup, random=True)
+
+    # epsilon decays linearly from eps_train to eps_train_final over eps_decay_steps
+    eps = LinearSchedule(p.eps_train, p.eps_train_final, p.eps_decay_steps)
+
+    def train_fn(epoch: int, env_step: int) -> None:
+        policy.set_eps_training(eps(env_step))
 
     # logger and trainer: test after every epoch, stop at the task's threshold
     log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
