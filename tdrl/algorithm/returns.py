@@ -7,12 +7,18 @@ the chain of a trajectory is cut at every ``done`` step and at every index in
 
 The buffer only needs the episode API of ``docs/internals.md``: ``next(idx)``,
 ``unfinished_index()`` and the columns ``rew``, ``done``, ``terminated`` (torch tensors or numpy
-arrays of length ``maxsize``). Arithmetic runs in float64 numpy, with one conversion per call.
+arrays of length ``maxsize``). Arithmetic runs in float64, with one conversion per call.
+
+GAE runs as one backward loop compiled by numba when it is installed (the ``fast`` extra;
+compiled once per input dtype and cached on disk), else as the vectorized
+:func:`discounted_segment_sum` (``TDRL_NUMBA=0`` forces it). The two agree to float64
+rounding.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -139,6 +145,48 @@ def discounted_segment_sum(a: np.ndarray, end: np.ndarray, g: float) -> np.ndarr
     return x
 
 
+def _gae_loop(
+    rew: np.ndarray,
+    v_s_: np.ndarray,
+    v_s: np.ndarray,
+    term: np.ndarray,
+    end: np.ndarray,
+    gamma: float,
+    g: float,
+    adv: np.ndarray,
+    ret: np.ndarray,
+) -> None:  # pragma: no cover - runs compiled; checked against discounted_segment_sum
+    """``adv[i] = delta[i] + g * (1 - end[i]) * adv[i + 1]``, ``ret = adv + v_s`` (float64)."""
+    acc = 0.0
+    for i in range(rew.shape[0] - 1, -1, -1):
+        if end[i]:
+            acc = 0.0
+        boot = 0.0 if term[i] else gamma * np.float64(v_s_[i])
+        vs = np.float64(v_s[i])
+        acc = (np.float64(rew[i]) + boot - vs) + g * acc
+        adv[i] = acc
+        ret[i] = acc + vs
+
+
+_GAE: Callable[..., None] | None = None
+_GAE_LOADED = False
+
+
+def _gae_kernel() -> Callable[..., None] | None:
+    """The numba-compiled :func:`_gae_loop`, or ``None`` without numba (or ``TDRL_NUMBA=0``)."""
+    global _GAE, _GAE_LOADED
+    if not _GAE_LOADED:
+        _GAE_LOADED = True
+        if os.environ.get("TDRL_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
+            return None
+        try:
+            import numba
+        except ImportError:
+            return None
+        _GAE = numba.njit(cache=True, nogil=True)(_gae_loop)
+    return _GAE
+
+
 def _flat_values(name: str, v: ArrayLike, size: int) -> np.ndarray:
     """``v`` as a flat numpy array of ``size`` numbers (dtype kept), or a clear error."""
     arr = _np(v).reshape(-1)
@@ -216,6 +264,9 @@ def compute_episodic_return(
                 "infers V(s) by rolling V(s')"
             )
         vs = _flat_values("v_s", v_s, n)
+        kernel = _gae_kernel()
+        if kernel is not None:
+            return _gae_compiled(kernel, buffer, idx, rew, v_s_, vs, term, end, gamma, gae_lambda)
         # delta = r + gamma * V(s') * ~terminated - V(s), in one float64 buffer
         delta = np.multiply(_flat_values("v_s_", v_s_, n), gamma, dtype=np.float64)
         delta[term] = 0.0
@@ -226,17 +277,50 @@ def compute_episodic_return(
         end |= unfinished
     adv = discounted_segment_sum(delta, end, gamma * gae_lambda)
     ret = adv + vs if vs is not None else adv
-    ref = v_s_ if v_s_ is not None else v_s
-    if isinstance(ref, torch.Tensor) and ref.is_floating_point():
-        dtype, device = ref.dtype, ref.device
-    elif isinstance(ref, np.ndarray) and np.issubdtype(ref.dtype, np.floating):
-        dtype, device = torch.from_numpy(ref[:0]).dtype, torch.device("cpu")
-    else:
-        dtype, device = torch.get_default_dtype(), torch.device("cpu")
+    dtype, device = _out_dtype(v_s_ if v_s_ is not None else v_s)
     return (
         torch.from_numpy(ret).to(device=device, dtype=dtype),
         torch.from_numpy(adv).to(device=device, dtype=dtype),
     )
+
+
+def _out_dtype(ref: Any) -> tuple[torch.dtype, torch.device]:
+    """The dtype and device of the returned tensors: ``ref``'s when it is floating."""
+    if isinstance(ref, torch.Tensor) and ref.is_floating_point():
+        return ref.dtype, ref.device
+    if isinstance(ref, np.ndarray) and np.issubdtype(ref.dtype, np.floating):
+        return torch.from_numpy(ref[:0]).dtype, torch.device("cpu")
+    return torch.get_default_dtype(), torch.device("cpu")
+
+
+def _gae_compiled(
+    kernel: Callable[..., None],
+    buffer: Any,
+    idx: np.ndarray,
+    rew: np.ndarray,
+    v_s_: ArrayLike,
+    vs: np.ndarray,
+    term: np.ndarray,
+    end: np.ndarray,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE by the compiled loop: one pass, float64 arithmetic, outputs in the final dtype."""
+    n = idx.shape[0]
+    vn = _flat_values("v_s_", v_s_, n)
+    unfinished = _unfinished_mask(buffer, idx)
+    if unfinished is not None:
+        end |= unfinished
+    dtype, device = _out_dtype(v_s_)
+    # write float32/float64 outputs directly (the same rounding as casting float64 results)
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    adv = np.empty(n, dtype=np_dtype)
+    ret = np.empty(n, dtype=np_dtype)
+    kernel(rew, vn, vs, term, end, float(gamma), float(gamma * gae_lambda), adv, ret)
+    ret_t, adv_t = torch.from_numpy(ret), torch.from_numpy(adv)
+    if ret_t.dtype != dtype or device.type != "cpu":
+        ret_t, adv_t = ret_t.to(device=device, dtype=dtype), adv_t.to(device=device, dtype=dtype)
+    return ret_t, adv_t
 
 
 def _unfinished_mask(buffer: Any, index: np.ndarray) -> np.ndarray | None:
