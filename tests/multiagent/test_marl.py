@@ -322,3 +322,21 @@ def test_torchrl_layout_joint_batch_gives_the_same_terms_each_reaching_its_learn
         acted = ma.policy(td.select("observation"))
     assert acted["action"].shape == (n,)
     assert obs["mask"][torch.arange(n), acted["action"]].all()
+
+
+def test_a_game_cut_by_reset_ends_each_agents_chain_as_truncated() -> None:
+    torch.manual_seed(0)
+    np.random.seed(0)
+    ma = MultiAgentOffPolicyAlgorithm({"player_1": _dqn(1.0), "player_2": _dqn(1.0)}, AGENTS)
+    ma.policy.is_within_training_step = True
+    col = MultiAgentCollector(ma, [_env, _env], buffer=200, exploration_noise=True, seed=0)
+    col.collect(n_step=6)  # three moves per game: X, O, X; open: X's last, O's first
+    assert [len(b) for b in col.buffer or []] == [2, 0]
+    col.reset_env()
+    x, o = _data(col, 0), _data(col, 1)
+    assert len(x) == 4 and len(o) == 2
+    assert x["truncated"].tolist() == [False, True, False, True]  # env 0, then env 1
+    assert o["truncated"].tolist() == [True, True] and not o["terminated"].any()
+    # O's cut transition bootstraps from its view now (X has answered: one more X mark)
+    own, opp = np.array([_board(v) for v in o["obs_next"]["obs"].numpy()]).T
+    assert own.tolist() == [1, 1] and opp.tolist() == [2, 2]

@@ -22,6 +22,7 @@ bootstrap is multiplied by 0), so the batches here give terminal rows the empty 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -161,9 +162,10 @@ def test_routed_update_matches_tianshou_exactly() -> None:
         expected_act = peer.policy(TBatch(obs=buf[all_idx].obs, info={})).act
     assert got_act.tolist() == np.asarray(expected_act).tolist()
     # routed exploration noise: the same numpy draws, agent by agent, legal actions only
-    for alg in [*ours_algs.values(), *peer_algs]:
-        alg.policy.eps_training = 0.5
-        alg.policy.is_within_training_step = True
+    policies: list[Any] = [a.policy for a in ours_algs.values()] + [a.policy for a in peer_algs]
+    for pol in policies:
+        pol.eps_training = 0.5
+        pol.is_within_training_step = True
     ours.policy.is_within_training_step = True
     np.random.seed(3)
     noisy = ours.policy.exploration_noise(got_act.clone(), _ours_batch(d, all_idx))
@@ -173,9 +175,9 @@ def test_routed_update_matches_tianshou_exactly() -> None:
     )
     assert noisy.tolist() == peer_noisy.tolist() and noisy.tolist() != got_act.tolist()
     assert d["mask"][all_idx, noisy.numpy()].all()
-    for alg in [*ours_algs.values(), *peer_algs]:
-        alg.policy.eps_training = 0.0
-        alg.policy.is_within_training_step = False
+    for pol in policies:
+        pol.eps_training = 0.0
+        pol.is_within_training_step = False
     ours.policy.is_within_training_step = False
 
     for step in range(3):

@@ -164,7 +164,17 @@ class MultiAgentCollector:
             self.buffer.reset(keep_statistics=keep_statistics)
 
     def reset_env(self) -> None:
-        """Reset every env; open transitions are dropped."""
+        """Reset every env. A game cut short ends each agent's open transition as
+        *truncated* at the agent's current view, so no episode in the buffer runs on into
+        the next game."""
+        cut: list[tuple[int, int, _Open, Any, Any, bool, bool]] = []
+        for e, open_ in enumerate(self._open):
+            view = self._obs[e]
+            if view is None:
+                continue
+            for a, op in open_.items():
+                cut.append((e, a, op, *self._final_view(self.envs[e], view, a), False, True))
+        self._store(cut)
         for e in range(len(self.envs)):
             self._reset_one(e, None if self._seed is None else self._seed + e)
         self._seed = None  # seeded once; later resets continue the envs' own RNGs
