@@ -183,6 +183,14 @@ def _add_run_flags(parser: argparse.ArgumentParser, defaults: bool = True) -> No
         help="add the intrinsic curiosity module's reward",
     )
     parser.add_argument(
+        "--ray-collectors",
+        type=int,
+        default=d(None),
+        metavar="M",
+        help="off-policy: collect with M Ray worker actors of --training-num envs each "
+        "(a local Ray, or the cluster at RAY_ADDRESS); see docs/scaling.md",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=d(None),
@@ -604,6 +612,7 @@ def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> dict[s
         overrides=fields,
         dataset=options["dataset"],
         icm=bool(options["icm"]),
+        ray_collectors=getattr(args, "ray_collectors", None),
     )
 
 

@@ -113,6 +113,8 @@ class ExperimentConfig:
     (:func:`tdrl.presets.icm.apply_icm`). ``resume`` continues the latest run directory
     of this algorithm, task and seed (or ``run_dir`` when given) from its checkpoint;
     ``overwrite`` replaces the latest one instead of starting ``-2``, ``-3``, ...
+    ``ray_collectors`` (off-policy) collects with that many Ray worker actors
+    (:class:`~tdrl.data.distributed.RayCollector`, ``docs/scaling.md``).
 
     >>> ExperimentConfig("ppo", "CartPole-v1").run_name().startswith("ppo-CartPole-v1-seed0")
     True
@@ -138,6 +140,7 @@ class ExperimentConfig:
     icm: bool = False
     overwrite: bool = False
     run_dir: str | None = None
+    ray_collectors: int | None = None
 
     def run_name(self) -> str:
         """The run directory's name, ``ALGO-TASK-seedS`` (a repeated run gets ``-2``,
@@ -414,9 +417,12 @@ class Experiment:
         return self.entry.trainer == "offline"
 
     def close(self) -> None:
-        """Close the envs."""
+        """Close the envs (and a Ray collector's workers)."""
         if self.train_envs is not None:
             self.train_envs.close()
+        close = getattr(self.train_collector, "close", None)
+        if close is not None:
+            close()
         self.test_envs.close()
 
     def save_policy(self) -> Path:
@@ -637,8 +643,11 @@ def _assemble(
     train: Collector | None = None
     buffer: Any = None
     if spec.trainer != "offline":
-        buffer = make_buffer(preset)
-        train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
+        if cfg.ray_collectors is not None:
+            train, buffer = _ray_collector(cfg, preset, spec, algorithm.policy, noisy)
+        else:
+            buffer = make_buffer(preset)
+            train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
     # the test collector only counts returns: a buffer of 2 steps per env is enough (its
     # default of 10k steps per env made checkpoints 80 MB)
     test_buffer = VectorReplayBuffer(2 * preset.test_num, preset.test_num)
@@ -692,6 +701,37 @@ def _assemble(
         logger,
         run_dir,
     )
+
+
+def _ray_collector(
+    cfg: ExperimentConfig, preset: Any, spec: registry.Entry, policy: Any, noisy: bool
+) -> tuple[Any, Any]:
+    """``--ray-collectors M``: M Ray workers of ``training_num`` envs each, feeding one
+    buffer of ``M * training_num`` sub-buffers (:class:`~tdrl.data.distributed.RayCollector`)."""
+    m = cfg.ray_collectors
+    if not isinstance(m, int) or m < 1:
+        raise UsageError(f"--ray-collectors: expected an integer >= 1, got {m!r}")
+    if spec.trainer != "offpolicy":
+        raise UsageError(
+            f"--ray-collectors: expected an off-policy algorithm, got {cfg.algo} "
+            f"(trainer {spec.trainer!r})"
+        )
+    if getattr(preset, "obs_norm", False):
+        raise UsageError("--ray-collectors: presets with obs_norm are not supported")
+    from tdrl.data.distributed import RayCollector
+
+    k = int(preset.training_num)
+    buffer = make_buffer(preset.replace(training_num=m * k))
+    task, make_env = preset.task, spec.make_env
+    collector = RayCollector(
+        policy,
+        lambda: make_env(task, preset, training=True),
+        num_workers=m,
+        envs_per_worker=k,
+        buffer=buffer,
+        exploration_noise=noisy,
+    )
+    return collector, buffer
 
 
 def run_experiment(cfg: ExperimentConfig) -> tuple[TrainResult, Path]:
@@ -750,6 +790,7 @@ def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> E
         icm=bool(getattr(args, "icm", False)),
         overwrite=bool(getattr(args, "overwrite", False)),
         run_dir=args.resume if isinstance(args.resume, str) else None,
+        ray_collectors=getattr(args, "ray_collectors", None),
     )
 
 
