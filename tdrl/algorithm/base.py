@@ -1007,6 +1007,23 @@ class Algorithm(LossModule):
             logged.extend(stage.last)
         return logged
 
+    def compile(  # type: ignore[override]
+        self,
+        mode: str | None = None,
+        backend: str | Callable[..., Any] = "inductor",
+        *,
+        fullgraph: bool = False,
+        dynamic: bool | None = None,
+    ) -> Algorithm:
+        """Run the update (loss stages + optimizer steps) through ``torch.compile``.
+
+        See :mod:`tdrl.algorithm.compile` (and its ``warmup`` to compile before training,
+        ``uncompile`` to revert). Returns ``self``.
+        """
+        from tdrl.algorithm.compile import compile_algorithm
+
+        return compile_algorithm(self, mode, backend, fullgraph=fullgraph, dynamic=dynamic)
+
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int
     ) -> dict[str, float]:

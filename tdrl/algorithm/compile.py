@@ -1,0 +1,252 @@
+"""``torch.compile`` for an algorithm's update: ``algorithm.compile(mode=..., backend=...)``.
+
+What is compiled (the hot path of every update, for every family):
+
+* each stage's loss function (the ``loss_*`` terms from the sampled batch) — forward and,
+  through AOTAutograd, its backward; tdrl's stages read the batch by key only, so the
+  graphs have no breaks (checked per family in ``tests/algorithm/test_compile.py``);
+* each optimizer's gradient clipping + ``optimizer.step()`` as one graph.
+
+Zeroing the gradients and ``loss.backward(inputs=params)`` stay eager calls (they run
+the compiled backward). Sampling, n-step targets and GAE (numpy over the buffer) are not
+traced. The update computes what eager computes: the same losses and parameters to float
+tolerance (compiled kernels may reorder floating-point sums).
+
+A first compile costs seconds (inductor: tens of seconds); :func:`warmup` runs one update
+on a real batch and then restores every parameter, optimizer state, counter and random
+generator, so the compile happens before training (not in the first epoch) and the run
+stays the one eager would make.
+
+Pseudocode of the compiled update (per stage ``s`` due at this step)::
+
+    terms = compiled_losses_s(batch)            # forward graph (+ backward graph)
+    for keys, opt in s.steps:
+        grads := None; backward(sum(terms[keys]), inputs=opt.params)
+        compiled_clip_and_step_opt()            # clip_grad_norm + optimizer step graph
+
+Example:
+    >>> import gymnasium as gym, torch
+    >>> from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
+    >>> alg = DQN(policy=DQNPolicy(model=torch.nn.Linear(4, 2),
+    ...                            action_space=gym.spaces.Discrete(2)))
+    >>> _ = alg.compile(backend="aot_eager")
+    >>> is_compiled(alg), compile_options(alg)["backend"]
+    (True, 'aot_eager')
+    >>> uncompile(alg); is_compiled(alg)
+    False
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from tdrl.algorithm.base import Algorithm, GradStep
+
+__all__ = ["MODES", "compile_algorithm", "compile_options", "is_compiled", "uncompile", "warmup"]
+
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""The ``mode`` values ``torch.compile`` accepts (``None`` is its default)."""
+
+_STATE = "_compile_state"
+
+
+def _check_args(mode: Any, backend: Any) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {list(MODES)}, got {mode!r}")
+    if not (isinstance(backend, str) and backend) and not callable(backend):
+        raise ValueError(f"backend: expected a backend name or a callable, got {backend!r}")
+
+
+def compile_algorithm(
+    algorithm: Algorithm,
+    mode: str | None = None,
+    backend: str | Callable[..., Any] = "inductor",
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+) -> Algorithm:
+    """Run ``algorithm``'s update (loss stages and optimizer steps) through ``torch.compile``.
+
+    :param algorithm: any tdrl :class:`~tdrl.algorithm.base.Algorithm`.
+    :param mode: ``torch.compile``'s mode (``None``, ``"default"``, ``"reduce-overhead"``
+        (CUDA graphs on a GPU), ``"max-autotune"``, ...).
+    :param backend: ``"inductor"`` (default), ``"aot_eager"`` (tracing without code
+        generation: the tests' choice), ``"eager"``, or a backend callable.
+    :param fullgraph: fail on any graph break instead of falling back to Python.
+    :param dynamic: ``torch.compile``'s ``dynamic`` (``None``: specialise, then generalise
+        on a second batch shape).
+    :return: ``algorithm`` (compiled in place; :func:`uncompile` reverts).
+    """
+    _check_args(mode, backend)
+    if is_compiled(algorithm):
+        uncompile(algorithm)
+    options: dict[str, Any] = {
+        "mode": mode,
+        "backend": backend,
+        "fullgraph": fullgraph,
+        "dynamic": dynamic,
+    }
+
+    def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return torch.compile(fn, **options)  # type: ignore[call-overload, no-any-return]
+
+    eager_losses = []
+    for stage in algorithm._stages:
+        eager_losses.append(stage.losses)
+        stage.losses = jit(stage.losses)
+    for gs in algorithm._grad_steps:
+        gs.__dict__["step"] = _compiled_step(gs, jit)
+    algorithm.__dict__[_STATE] = {"options": options, "eager_losses": eager_losses}
+    return algorithm
+
+
+def _compiled_step(gs: GradStep, jit: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Any:
+    """``GradStep.step`` with clipping + ``optimizer.step()`` as one compiled function."""
+    params = gs.params
+    optim = gs.optim
+    max_norm = gs.max_grad_norm
+
+    def clip_and_step() -> None:
+        if max_norm is not None:
+            grads = [p.grad for p in params if p.grad is not None]
+            if grads:  # clip_grad_norm_(foreach=True)'s arithmetic
+                total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)))
+                coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+                torch._foreach_mul_(grads, coef)
+        optim.step()
+
+    compiled = jit(clip_and_step)
+    groups = optim.param_groups
+
+    def step(loss: torch.Tensor) -> None:
+        for group in groups:
+            for p in group["params"]:
+                p.grad = None
+        loss.backward(inputs=params)
+        compiled()
+
+    return step
+
+
+def is_compiled(algorithm: Algorithm) -> bool:
+    """Whether :func:`compile_algorithm` is in effect on ``algorithm``."""
+    return _STATE in algorithm.__dict__
+
+
+def compile_options(algorithm: Algorithm) -> dict[str, Any]:
+    """The ``torch.compile`` options in effect (``{}`` when not compiled)."""
+    state = algorithm.__dict__.get(_STATE)
+    return dict(state["options"]) if state else {}
+
+
+def uncompile(algorithm: Algorithm) -> None:
+    """Restore the eager stages and optimizer steps (a no-op when not compiled)."""
+    state = algorithm.__dict__.pop(_STATE, None)
+    if state is None:
+        return
+    for stage, losses in zip(algorithm._stages, state["eager_losses"]):
+        stage.losses = losses
+    for gs in algorithm._grad_steps:
+        gs.__dict__.pop("step", None)
+
+
+# --------------------------------------------------------------------------- warm-up
+def _tensors(algorithm: Algorithm) -> list[torch.Tensor]:
+    seen: dict[int, torch.Tensor] = {}
+    for t in [*algorithm.parameters(), *algorithm.buffers()]:
+        seen.setdefault(id(t), t)
+    return list(seen.values())
+
+
+@contextlib.contextmanager
+def _restored(algorithm: Algorithm, buffer: Any) -> Any:
+    """Put back, in place, every tensor, optimizer state, counter and RNG state on exit."""
+    tensors = _tensors(algorithm)
+    saved = [t.detach().clone() for t in tensors]
+    optim_state: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for gs in algorithm._grad_steps:
+        for group in gs.optim.param_groups:
+            for p in group["params"]:
+                st = gs.optim.state.get(p)
+                optim_state.append(
+                    (
+                        gs.optim.state[p],
+                        None if not st else {k: _clone(v) for k, v in st.items()},
+                    )
+                )
+    counters = (algorithm._stage_calls, getattr(algorithm, "_targets_due", True))
+    lasts = [list(stage.last) for stage in algorithm._stages]
+    rng = torch.get_rng_state()
+    np_rng = np.random.get_state()
+    buf_rng = getattr(buffer, "_rng", None)
+    buf_rng_state = buf_rng.get_state() if isinstance(buf_rng, torch.Generator) else None
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for t, s in zip(tensors, saved):
+                t.copy_(s)
+            for state, before in optim_state:
+                for key, value in list(state.items()):
+                    if before is not None and key in before:
+                        old = before[key]
+                        if isinstance(value, torch.Tensor):
+                            value.copy_(old)
+                        else:
+                            state[key] = old
+                    elif isinstance(value, torch.Tensor):
+                        value.zero_()  # a state the warm-up created: as freshly initialised
+        for gs in algorithm._grad_steps:
+            for group in gs.optim.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+        algorithm._stage_calls = counters[0]
+        algorithm.__dict__["_targets_due"] = counters[1]
+        for stage, last in zip(algorithm._stages, lasts):
+            stage.last = last
+        torch.set_rng_state(rng)
+        np.random.set_state(np_rng)
+        if buf_rng_state is not None:
+            buf_rng.set_state(buf_rng_state)  # type: ignore[union-attr]
+
+
+def _clone(value: Any) -> Any:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def warmup(algorithm: Algorithm, buffer: Any, batch_size: int | None) -> float:
+    """Compile now: one update on a batch of ``buffer``, then restore everything.
+
+    Runs every stage (a delayed one too) on a sampled (off-policy) or whole-buffer
+    (on-policy, every minibatch size) batch; afterwards parameters, optimizer states,
+    counters and the torch / numpy / buffer random generators are as before, so training
+    continues exactly as without the warm-up. Returns the seconds it took.
+    """
+    import time
+
+    from tdrl.algorithm.base import _train_mode, within_training_step
+
+    start = time.perf_counter()
+    every = max([stage.every for stage in algorithm._stages] or [1])
+    with (
+        _restored(algorithm, buffer),
+        within_training_step(algorithm.policy),
+        _train_mode(algorithm, algorithm.policy),
+    ):
+        if algorithm.on_policy:
+            indices = buffer.sample_indices(0)
+            batch = algorithm.preprocess(algorithm._on_device(buffer[indices]), buffer, indices)
+            algorithm._update_with_batch(batch, batch_size, 1)
+        else:
+            assert batch_size is not None
+            batch, indices = buffer.sample(batch_size)
+            batch = algorithm.preprocess(algorithm._on_device(batch), buffer, indices)
+            for j in range(every):
+                algorithm._stage_calls = j
+                algorithm._run_stages(batch)
+    return time.perf_counter() - start
