@@ -174,3 +174,32 @@ def test_worker_error_is_reported() -> None:
             bad.collect(n_step=4, random=True)
     with pytest.raises(RuntimeError, match="closed"):
         bad.collect(n_step=1, random=True)
+
+
+@pytest.mark.slow  # ~12 s: two more workers, a SAC epoch
+def test_launcher_ray_collectors(tmp_path: Any) -> None:
+    from tdrl.launch import ExperimentConfig, build_experiment
+
+    cfg = ExperimentConfig(
+        "sac",
+        "Pendulum-v1",
+        epochs=1,
+        step_per_epoch=40,
+        training_num=2,
+        test_num=2,
+        logger="none",
+        log_dir=str(tmp_path),
+        show_progress=False,
+        plot=False,
+        overrides={"warmup_steps": 20, "step_per_collect": 8, "batch_size": 16},
+        ray_collectors=2,
+    )
+    exp = build_experiment(cfg)
+    collector = exp.train_collector
+    assert isinstance(collector, RayCollector)
+    assert collector.num_workers == 2 and collector.envs_per_worker == 2
+    assert exp.buffer.buffer_num == 4 and len(exp.buffer) == 20  # the random warm-up
+    result = exp.run()
+    assert result.env_step == 40 and len(exp.buffer) == 60
+    assert result.gradient_step == 40
+    assert collector._closed and collector.workers == []

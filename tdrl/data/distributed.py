@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import math
 import os
 import pickle
 import time
@@ -269,7 +268,8 @@ class RayCollector:
         (default ``VectorReplayBuffer(10000 * M * K, M * K)``).
     :param exploration_noise: the workers apply the policy's exploration noise.
     :param check_finite: the workers' NaN/inf check (:class:`~tdrl.data.collector.Collector`).
-    :param num_cpus: CPUs each worker reserves in Ray.
+    :param num_cpus: CPUs each worker reserves in Ray (``None``: 1 when the cluster has
+        ``num_workers`` CPUs free, else 0, so that the workers never wait for CPUs).
     :param ray_init_kwargs: passed to ``ray.init`` when Ray is not initialized yet (default:
         the cluster at ``RAY_ADDRESS``, else a local instance with at least ``num_workers``
         CPUs).
@@ -284,14 +284,14 @@ class RayCollector:
         buffer: Any = None,
         exploration_noise: bool = False,
         check_finite: bool = True,
-        num_cpus: float = 1,
+        num_cpus: float | None = None,
         ray_init_kwargs: dict[str, Any] | None = None,
     ) -> None:
         if int(num_workers) < 1:
             raise ValueError(f"num_workers: expected an integer >= 1, got {num_workers!r}")
         if int(envs_per_worker) < 1:
             raise ValueError(f"envs_per_worker: expected an integer >= 1, got {envs_per_worker!r}")
-        if num_cpus < 0:
+        if num_cpus is not None and num_cpus < 0:
             raise ValueError(f"num_cpus: expected a number >= 0, got {num_cpus}")
         self.num_workers, self.envs_per_worker = int(num_workers), int(envs_per_worker)
         self.env_num = self.num_workers * self.envs_per_worker
@@ -317,8 +317,11 @@ class RayCollector:
         self._all_ids = np.arange(self.env_num)
         init = dict(ray_init_kwargs or {})
         if "RAY_ADDRESS" not in os.environ and "address" not in init:
-            init.setdefault("num_cpus", max(os.cpu_count() or 1, math.ceil(num_workers * num_cpus)))
+            init.setdefault("num_cpus", max(os.cpu_count() or 1, self.num_workers))
         self._ray = ray = init_ray(**init)
+        if num_cpus is None:
+            free = float(ray.available_resources().get("CPU", 0.0))
+            num_cpus = 1.0 if free >= self.num_workers else 0.0
         # a CPU copy: the workers need no GPU (the pushes send CPU weights too)
         blob = None if policy is None else cloudpickle.dumps(copy.deepcopy(policy).cpu())
         cls = ray.remote(num_cpus=num_cpus)(CollectorWorker)
