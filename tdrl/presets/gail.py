@@ -14,9 +14,9 @@ steps per update and no entropy bonus, seeds 0-2 first reached -1100 after 64k-8
 steps; with 4 discriminator steps and an entropy bonus of 0.01 (what the preset uses)
 after 35k-51k. Tests every 10k env steps, 100k at most.
 
-The success threshold, -1100 (the issue's and Tianshou's), is the preset's ``threshold``;
-the registry's stop threshold of Pendulum-v1 (-250) still stops a run early when a test
-reaches it, so sweeps and the slow test pass ``stop_reward=-1100``.
+The threshold, -1100 (the issue's and Tianshou's), is the preset's own: it is the stop
+and success threshold of ``tdrl train gail Pendulum-v1`` (the registry's -250 for
+Pendulum-v1 is for algorithms that learn from the env reward).
 
 >>> p = GAILPreset()
 >>> p.task, p.threshold, p.disc_update_num
