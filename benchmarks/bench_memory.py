@@ -8,7 +8,7 @@
    is filled through ``VectorReplayBuffer.add`` and reports: the bytes per transition of its
    columns, of the anonymous memory its process gained (``RssAnon``), and of the raw arrays
    (what the fields themselves take: Tianshou's ``ReplayBuffer`` stores the same arrays).
-2. The same Atari buffer with ``memmap_dir=`` (``--memmap`` frames, default 300k = 2.1 GB, in
+2. The same Atari buffer with ``memmap_dir=`` (``--memmap`` frames, default 320k = 2.1 GiB, in
    a temporary directory on disk): ``RssAnon`` stays flat while it fills, the written pages
    count as file-backed memory (``RssFile``) that the kernel can drop.
 
@@ -17,7 +17,7 @@ do not depend on the number of sub-buffers; only the per-sub-buffer bookkeeping 
 dozen bytes each).
 
     python -m benchmarks memory
-    python benchmarks/bench_memory.py --hopper 1000000 --atari 100000 --memmap 300000
+    python benchmarks/bench_memory.py --hopper 1000000 --atari 100000 --memmap 320000
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hopper", type=int, default=1_000_000)
     parser.add_argument("--atari", type=int, default=100_000)
-    parser.add_argument("--memmap", type=int, default=300_000, help="0 skips it")
+    parser.add_argument("--memmap", type=int, default=320_000, help="0 skips it")
     args = parser.parse_args([] if argv is None else argv)
     _report(
         "Hopper-v5 (float64 obs)",
