@@ -17,8 +17,8 @@ steps (~1600: it settles on moving back) both miss it (``tests/modelbased/test_p
 
 >>> from tdrl import registry
 >>> p = registry.preset("psrl")
->>> p.task, p.gamma, registry.entry("psrl", p.task).trainer
-('tdrl/NChain-v0', 0.99, 'onpolicy')
+>>> p.task, p.threshold, registry.entry("psrl", p.task).trainer
+('tdrl/NChain-v0', 3400.0, 'onpolicy')
 >>> p.trainer_kwargs()["episode_per_collect"]
 1
 >>> p.replace(rew_std_prior=0.0)
@@ -62,7 +62,7 @@ class PSRLPreset(Preset):
     }
 
     task: str = "tdrl/NChain-v0"
-    threshold: float | None = None
+    threshold: float | None = 3400.0  # = tdrl.env.nchain.NCHAIN_THRESHOLD (no gymnasium here)
     trans_count_prior: float = 1.0
     rew_mean_prior: float = 0.0
     rew_std_prior: float = 1.0

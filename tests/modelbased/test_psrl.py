@@ -472,3 +472,10 @@ def test_gymnasium_make_works_after_import_tdrl(code: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == ["tdrl/NChain-v0", 1000, False]
+
+
+def test_preset_threshold_is_the_registered_ids() -> None:
+    from tdrl import registry
+
+    assert registry.preset("psrl").threshold == NCHAIN_THRESHOLD
+    assert registry.stop_threshold(NCHAIN_ID) == NCHAIN_THRESHOLD
