@@ -83,7 +83,7 @@ class MultiAgentBuffer:
     def reset(self, keep_statistics: bool = False) -> None:
         """Empty every buffer."""
         for b in self.buffers:
-            b.reset(keep_statistics=keep_statistics) if keep_statistics else b.reset()
+            b.reset(keep_statistics=keep_statistics)
 
 
 class MultiAgentOffPolicyAlgorithm(Algorithm):
