@@ -87,6 +87,9 @@ _EXPORTS = {
     "PSRLPolicy": "tdrl.algorithm.modelbased.psrl",
     "ICM": "tdrl.algorithm.modelbased.icm",
     "IntrinsicCuriosityModule": "tdrl.algorithm.modelbased.icm",
+    "MultiAgentOffPolicyAlgorithm": "tdrl.algorithm.multiagent",
+    "MultiAgentPolicyManager": "tdrl.algorithm.multiagent",
+    "MultiAgentCollector": "tdrl.algorithm.multiagent",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }

@@ -51,6 +51,10 @@ def __getattr__(name: str) -> object:
         from tdrl.env.torchrl_env import TorchRLVectorEnv
 
         return TorchRLVectorEnv
+    if name in ("PettingZooEnv", "PettingZooParallelEnv"):
+        from tdrl.env import pettingzoo
+
+        return getattr(pettingzoo, name)
     raise AttributeError(f"module 'tdrl.env' has no attribute {name!r}")
 
 
@@ -60,6 +64,8 @@ __all__ = [
     "EnvPoolVectorEnv",
     "GymVectorEnvAdapter",
     "NChainEnv",
+    "PettingZooEnv",
+    "PettingZooParallelEnv",
     "ShmemVectorEnv",
     "SubprocVectorEnv",
     "TorchRLVectorEnv",
