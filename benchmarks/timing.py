@@ -36,14 +36,19 @@ def best_of_alternating(
 
 
 def row(
-    name: str, tdrl_s: float, peer_s: float, unit: str = "us", goal: float | None = None
+    name: str,
+    tdrl_s: float,
+    peer_s: float,
+    unit: str = "us",
+    goal: float | None = None,
+    labels: tuple[str, str] = ("tdrl", "tianshou"),
 ) -> str:
     """Format one table row: both timings, the speed-up of tdrl over the peer (and its goal)."""
     scale = 1e6 if unit == "us" else 1e3
     ratio = peer_s / tdrl_s if tdrl_s > 0 else float("inf")
     line = (
-        f"{name:<48} tdrl {tdrl_s * scale:10.1f} {unit}   "
-        f"tianshou {peer_s * scale:10.1f} {unit}   speed-up {ratio:6.2f}x"
+        f"{name:<48} {labels[0]} {tdrl_s * scale:10.1f} {unit}   "
+        f"{labels[1]} {peer_s * scale:10.1f} {unit}   speed-up {ratio:6.2f}x"
     )
     if goal is not None:
         line += f"   goal >= {goal:g}x {'met' if ratio >= goal else 'NOT met'}"

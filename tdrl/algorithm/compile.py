@@ -10,7 +10,9 @@ What is compiled (the hot path of every update, for every family):
 Zeroing the gradients and ``loss.backward(inputs=params)`` stay eager calls (they run
 the compiled backward). Sampling, n-step targets and GAE (numpy over the buffer) are not
 traced. The update computes what eager computes: the same losses and parameters to float
-tolerance (compiled kernels may reorder floating-point sums).
+tolerance (compiled kernels may reorder floating-point sums); with inductor, random draws
+inside the losses (SAC's reparameterised actions) come from eager's generator
+(``fallback_random``), so they are the same numbers too.
 
 A first compile costs seconds (inductor: tens of seconds); :func:`warmup` runs one update
 on a real batch and then restores every parameter, optimizer state, counter and random
@@ -92,8 +94,21 @@ def compile_algorithm(
         "dynamic": dynamic,
     }
 
+    kwargs: dict[str, Any] = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
+    if backend == "inductor":
+        # inductor draws random numbers with its own generator unless told to fall back to
+        # eager's: with the fallback, SAC's reparameterised samples (and any dropout) are
+        # the ones eager draws, so compiled and eager updates agree
+        from torch._inductor import list_mode_options
+
+        inductor = dict(list_mode_options(mode or "default", dynamic))
+        inductor["fallback_random"] = True
+        kwargs["options"] = inductor
+    else:
+        kwargs["mode"] = mode
+
     def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return torch.compile(fn, **options)  # type: ignore[call-overload, no-any-return]
+        return torch.compile(fn, **kwargs)  # type: ignore[no-any-return]
 
     eager_losses = []
     for stage in algorithm._stages:
