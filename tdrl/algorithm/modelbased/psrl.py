@@ -15,10 +15,12 @@ sample until the next update, and folds the new transitions into the posterior::
         N' = N + n(s, a);  mu = (mu N + sum r) / N'
         sigma = sqrt(1 / (N' / (max(E[r^2] - mu^2, 0) + eps32) + 1 / sigma_0^2))
 
-with ``N`` starting at ``eps`` (the prior mean carries almost no weight), as Tianshou's
-PSRL. The sampled MDP is solved lazily, on the first action after an update. There is no
-gradient: the posterior update is the whole learning step. The policy's ``act`` follows
-the MDP sampled last, so test episodes run the same sample as training.
+with ``N`` starting at ``eps`` (the prior mean carries almost no weight) and ``E[r^2]`` the
+squared sum over ``N'``, as Tianshou's PSRL (the clamp at 0 is tdrl's: Tianshou's ``sigma``
+is NaN where the difference goes negative, which a nonzero prior mean causes). The sampled
+MDP is solved lazily, on the first action after an update. There is no gradient: the
+posterior update is the whole learning step. The policy's ``act`` follows the MDP sampled
+last, so test episodes run the same sample as training.
 
 Randomness: the transition sample uses torch's RNG (``Dirichlet``), the reward sample and
 the tie-breaking noise NumPy's global RNG, in Tianshou's order, so a seeded run samples the
