@@ -50,7 +50,15 @@ import torch
 if TYPE_CHECKING:
     from tdrl.algorithm.base import Algorithm, GradStep
 
-__all__ = ["MODES", "compile_algorithm", "compile_options", "is_compiled", "uncompile", "warmup"]
+__all__ = [
+    "MODES",
+    "compile_algorithm",
+    "compile_options",
+    "is_compiled",
+    "synthetic_buffer",
+    "uncompile",
+    "warmup",
+]
 
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 """The ``mode`` values ``torch.compile`` accepts (``None`` is its default)."""
@@ -265,3 +273,46 @@ def warmup(algorithm: Algorithm, buffer: Any, batch_size: int | None) -> float:
                 algorithm._stage_calls = j
                 algorithm._run_stages(batch)
     return time.perf_counter() - start
+
+
+def synthetic_buffer(
+    observation_space: Any,
+    action_space: Any,
+    n_envs: int,
+    steps: int,
+    seed: int = 0,
+) -> Any:
+    """A vector buffer of random transitions drawn from the spaces (for :func:`warmup`).
+
+    Lets a run compile before its first collect (an on-policy buffer is empty then)
+    without stepping the real environments: the arrays have the dtypes and shapes real
+    transitions have (observations in the space's dtype, rewards float64), so the graphs
+    compiled on them are the ones the first real update uses.
+
+    >>> import gymnasium as gym
+    >>> buf = synthetic_buffer(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2), 2, 5)
+    >>> len(buf), buf[0].obs.dtype, buf[0].act.dtype
+    (10, torch.float32, torch.int64)
+    """
+    from tdrl.data.buffer import VectorReplayBuffer
+
+    observation_space.seed(seed)
+    action_space.seed(seed + 1)
+    rng = np.random.default_rng(seed)
+    buf = VectorReplayBuffer(n_envs * steps, n_envs, seed=seed)
+
+    def draw(space: Any) -> np.ndarray:
+        return np.stack([np.asarray(space.sample()) for _ in range(n_envs)])
+
+    for t in range(steps):
+        buf.add(
+            {
+                "obs": draw(observation_space),
+                "act": draw(action_space),
+                "rew": rng.normal(size=n_envs),
+                "terminated": rng.random(n_envs) < 0.02,
+                "truncated": np.full(n_envs, t == steps - 1),
+                "obs_next": draw(observation_space),
+            }
+        )
+    return buf

@@ -172,3 +172,22 @@ def test_bad_arguments_are_named() -> None:
     with pytest.raises(ValueError, match=r"backend: expected a backend name or a callable"):
         alg.compile(backend="")
     assert not is_compiled(alg)
+
+
+def test_warmup_on_a_synthetic_buffer_before_the_first_collect() -> None:
+    from tdrl.algorithm.compile import synthetic_buffer
+
+    alg, buf, batch_size = _ppo()
+    reference, buf_ref, _ = _ppo()
+    alg.compile(backend="aot_eager")
+    scratch = synthetic_buffer(
+        gym.spaces.Box(-1.0, 1.0, (3,), dtype=np.float32), gym.spaces.Discrete(2), 4, 30
+    )
+    assert len(scratch) == 120
+    warmup(alg, scratch, batch_size)
+    torch.manual_seed(1)
+    got = alg.update(buf, batch_size, repeat=2)
+    torch.manual_seed(1)
+    want = reference.update(buf_ref, batch_size, repeat=2)
+    for key in want:
+        assert got[key] == pytest.approx(want[key], rel=1e-4, abs=1e-5), key
