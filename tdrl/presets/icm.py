@@ -36,7 +36,9 @@ class ICMPreset(Preset):
     """Settings of the ICM wrapper for one wrapped algorithm.
 
     The feature net is an MLP ``obs -> feature_hidden_sizes -> feature_dim``; the forward
-    and inverse models are MLPs with ``model_hidden_sizes``.
+    and inverse models are MLPs with ``model_hidden_sizes``. ``bonus_in_targets``: also add
+    the bonus to an off-policy algorithm's n-step targets (off, as Tianshou; see
+    :class:`~tdrl.algorithm.modelbased.icm.ICM`).
     """
 
     algo: ClassVar[str] = "icm"
@@ -55,6 +57,7 @@ class ICMPreset(Preset):
     lr_scale: float = 1.0
     reward_scale: float = 0.01
     forward_loss_weight: float = 0.2
+    bonus_in_targets: bool = False
 
 
 ICM_PRESETS: dict[str, ICMPreset] = {
@@ -108,4 +111,5 @@ def apply_icm(
         lr_scale=p.lr_scale,
         reward_scale=p.reward_scale,
         forward_loss_weight=p.forward_loss_weight,
+        bonus_in_targets=p.bonus_in_targets,
     )

@@ -135,6 +135,44 @@ def test_bonus_is_added_for_the_targets_and_removed_afterwards() -> None:
     assert "rew_extrinsic" not in batch
 
 
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_bonus_in_targets_adds_the_discounted_bonus_of_the_chain(n_step: int) -> None:
+    """tdrl's option (off by default, as Tianshou): the off-policy n-step ``returns`` read
+    rewards from the buffer, so the bonus is added to them along each chain."""
+    from tdrl.algorithm.returns import compute_nstep_return
+
+    torch.manual_seed(0)
+    net, model = _q_net(), _icm_model()
+
+    def icm(on: bool) -> ICM:
+        dqn = _dqn(copy.deepcopy(net), gamma=0.9, n_step=n_step)
+        return ICM(wrapped=dqn, model=copy.deepcopy(model), reward_scale=0.5, bonus_in_targets=on)
+
+    buf = _buffer(_rows())
+    idx = buf.sample_indices(0)[::2]
+    plain = icm(False).preprocess(buf[idx], buf, idx)
+    shaped = icm(True).preprocess(buf[idx], buf, idx)
+    everything = buf.sample_indices(0)
+    with torch.no_grad():
+        err, _ = model(buf[everything]["obs"], buf[everything]["act"], buf[everything]["obs_next"])
+    bonus = np.zeros(len(np.asarray(buf.done)))
+    bonus[everything] = 0.5 * err.double().numpy()
+
+    class View:  # the buffer with the bonus of every row as its reward
+        rew, done, terminated = bonus, buf.done, buf.terminated
+        maxsize = bonus.shape[0]
+        next = staticmethod(buf.next)
+        unfinished_index = staticmethod(buf.unfinished_index)
+
+    zero = lambda _b, i: torch.zeros(len(i), dtype=torch.float64)  # noqa: E731
+    extra = compute_nstep_return({}, View(), idx, zero, gamma=0.9, n_step=n_step)["returns"]
+    ret = plain["returns"]  # [B, 1] for DQN
+    torch.testing.assert_close(shaped["returns"], ret + extra.reshape(ret.shape).to(ret.dtype))
+    if n_step == 1:
+        first = (plain["rew"] - plain["rew_extrinsic"]).reshape(ret.shape).to(ret.dtype)
+        torch.testing.assert_close(shaped["returns"], ret + first)
+
+
 def test_update_trains_both_and_keeps_the_policy() -> None:
     torch.manual_seed(0)
     dqn = _dqn(target_update_freq=2)

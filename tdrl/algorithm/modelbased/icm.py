@@ -19,6 +19,10 @@ extrinsic reward is restored. This is Tianshou's ``ICMOffPolicyWrapper`` /
 reward: GAE of the on-policy algorithms, and the one-step targets of a TorchRL batch;
 the n-step targets of the off-policy algorithms read rewards from the buffer, so with DQN
 the bonus is computed and logged but does not change its target (Tianshou's behaviour).
+``bonus_in_targets=True`` (tdrl's option, off by default) adds it there too: the
+discounted bonuses along each sampled transition's n-step chain (cut where the return is
+cut), ``sum_k gamma^k reward_scale e(t + k)``, are added to the wrapped algorithm's
+``returns``.
 
 TorchRL: ``loss(td)`` adds the bonus to the batch's reward (on a shallow copy), returns
 the wrapped algorithm's ``loss_*`` terms at that reward and the ICM terms
@@ -37,10 +41,26 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from tdrl.algorithm.base import Algorithm, OptimizerFactory, _floats, require_unit
+from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.data.batch import Batch
 from tdrl.utils.net import MLP
 
 __all__ = ["ICM", "IntrinsicCuriosityModule"]
+
+
+class _BonusView:
+    """A buffer seen with the bonus as its reward (for :meth:`ICM.nstep_bonus`)."""
+
+    def __init__(self, buffer: Any, rew: np.ndarray) -> None:
+        self._buffer, self.rew = buffer, rew
+        self.done, self.terminated = buffer.done, buffer.terminated
+        self.maxsize = getattr(buffer, "maxsize", rew.shape[0])
+
+    def next(self, index: np.ndarray) -> Any:
+        return self._buffer.next(index)
+
+    def unfinished_index(self) -> Any:
+        return self._buffer.unfinished_index()
 
 
 class IntrinsicCuriosityModule(nn.Module):
@@ -102,6 +122,8 @@ class ICM(Algorithm):
     :param lr_scale: multiplier of the ICM loss.
     :param reward_scale: multiplier of the forward error in the bonus.
     :param forward_loss_weight: ``beta`` in ``[0, 1]``, the forward loss's share.
+    :param bonus_in_targets: also add the bonus to an off-policy algorithm's n-step
+        ``returns`` (which read the buffer's rewards); off: Tianshou's behaviour.
 
     ``policy`` is the wrapped algorithm's; ``state_dict`` holds both algorithms' states.
 
@@ -128,6 +150,7 @@ class ICM(Algorithm):
         lr_scale: float = 1.0,
         reward_scale: float = 0.01,
         forward_loss_weight: float = 0.2,
+        bonus_in_targets: bool = False,
     ) -> None:
         require_unit(forward_loss_weight=forward_loss_weight)
         if lr_scale < 0 or reward_scale < 0:
@@ -143,6 +166,7 @@ class ICM(Algorithm):
         self.lr_scale = lr_scale
         self.reward_scale = reward_scale
         self.forward_loss_weight = forward_loss_weight
+        self.bonus_in_targets = bonus_in_targets
         self.icm_optim = self._create_optimizer(model, optim)
         self._add_stage(self.icm_losses, (("loss_icm_inverse", "loss_icm_forward"), self.icm_optim))
 
@@ -182,7 +206,32 @@ class ICM(Algorithm):
         bonus = self.intrinsic_reward(batch).to(device=rew.device)
         batch["rew_extrinsic"] = rew
         batch["rew"] = (rew + bonus.to(rew.dtype)) if rew.is_floating_point() else rew + bonus
-        return self.wrapped.preprocess(batch, buffer, indices)
+        batch = self.wrapped.preprocess(batch, buffer, indices)
+        if self.bonus_in_targets and not self.on_policy and "returns" in batch:
+            ret = batch["returns"]
+            extra = self.nstep_bonus(buffer, indices).to(device=ret.device, dtype=ret.dtype)
+            batch["returns"] = ret + extra.reshape(-1, *([1] * (ret.dim() - 1)))
+        return batch
+
+    def nstep_bonus(self, buffer: Any, indices: np.ndarray) -> torch.Tensor:
+        """``sum_k gamma^k reward_scale e(t + k)`` ``[B]`` along each index's n-step chain
+        (the wrapped algorithm's ``n_step`` and ``gamma``), cut where
+        :func:`~tdrl.algorithm.returns.compute_nstep_return` cuts the return; the bonus is
+        computed on the chains' transitions only."""
+        n_step = int(getattr(self.wrapped, "n_step", 1))
+        gamma = float(getattr(self.wrapped, "gamma", 0.99))
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        chain = [idx]
+        for _ in range(1, n_step):
+            chain.append(np.asarray(buffer.next(chain[-1]), dtype=np.int64))
+        rows = np.unique(np.concatenate(chain))
+        done = np.asarray(buffer.done)
+        bonus = np.zeros(done.shape[0])
+        bonus[rows] = self.intrinsic_reward(buffer[rows]).double().cpu().numpy()
+        view = _BonusView(buffer, bonus)
+        zero = lambda _buf, i: torch.zeros(len(i), dtype=torch.float64)  # noqa: E731
+        out = compute_nstep_return({}, view, idx, zero, gamma=gamma, n_step=n_step)
+        return out["returns"].reshape(-1)  # type: ignore[no-any-return]
 
     def postprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> None:
         """The wrapped algorithm's postprocess, then restore the extrinsic reward."""
