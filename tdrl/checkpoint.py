@@ -133,7 +133,18 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
     return data
 
 
-RUN_KEYS = ("algo", "task", "seed", "device", "logger", "logdir", "checkpoint", "dataset", "icm")
+RUN_KEYS = (
+    "algo",
+    "task",
+    "seed",
+    "device",
+    "logger",
+    "logdir",
+    "checkpoint",
+    "dataset",
+    "icm",
+    "ray_collectors",
+)
 """The keys of ``config.yaml`` that are not preset fields."""
 
 

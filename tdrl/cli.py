@@ -71,6 +71,7 @@ RUN_OPTIONS: dict[str, Any] = {
     "checkpoint": False,
     "dataset": None,
     "icm": False,
+    "ray_collectors": None,
 }
 """Run options (not preset fields) a config file may set, with their defaults."""
 
@@ -612,7 +613,7 @@ def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> dict[s
         overrides=fields,
         dataset=options["dataset"],
         icm=bool(options["icm"]),
-        ray_collectors=getattr(args, "ray_collectors", None),
+        ray_collectors=options["ray_collectors"],
     )
 
 

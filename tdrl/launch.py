@@ -530,6 +530,7 @@ def run_options(cfg: ExperimentConfig) -> dict[str, Any]:
         "checkpoint": cfg.checkpoint,
         "dataset": cfg.dataset,
         "icm": cfg.icm,
+        "ray_collectors": cfg.ray_collectors,
     }
 
 

@@ -51,6 +51,10 @@ def __getattr__(name: str) -> object:
         from tdrl.env.torchrl_env import TorchRLVectorEnv
 
         return TorchRLVectorEnv
+    if name == "RayVectorEnv":
+        from tdrl.env.ray_env import RayVectorEnv
+
+        return RayVectorEnv
     if name in ("PettingZooEnv", "PettingZooParallelEnv"):
         from tdrl.env import pettingzoo
 
@@ -66,6 +70,7 @@ __all__ = [
     "NChainEnv",
     "PettingZooEnv",
     "PettingZooParallelEnv",
+    "RayVectorEnv",
     "ShmemVectorEnv",
     "SubprocVectorEnv",
     "TorchRLVectorEnv",
