@@ -121,11 +121,36 @@ def compile_algorithm(
     eager_losses = []
     for stage in algorithm._stages:
         eager_losses.append(stage.losses)
-        stage.losses = jit(stage.losses)
+        stage.losses = _frozen_outside(stage, algorithm, jit(stage.losses))
     for gs in algorithm._grad_steps:
         gs.__dict__["step"] = _compiled_step(gs, jit)
     algorithm.__dict__[_STATE] = {"options": options, "eager_losses": eager_losses}
     return algorithm
+
+
+def _frozen_outside(stage: Any, algorithm: Algorithm, compiled: Callable[..., Any]) -> Any:
+    """Call ``compiled`` with the parameters no optimizer of ``stage`` trains frozen.
+
+    The compiled backward is one graph for every input that requires a gradient; eager's
+    ``backward(inputs=params)`` skips the others (SAC's critics under its actor loss).
+    Freezing them while the stage runs gives the compiled graph the same pruning; the
+    gradients that flow *through* them (to the actions) are unchanged.
+    """
+    trained = {id(p) for _, gs in stage.steps for p in gs.params}
+    frozen = [p for p in algorithm.parameters() if p.requires_grad and id(p) not in trained]
+    if not frozen:
+        return compiled
+
+    def losses(td: Any) -> Any:
+        for p in frozen:
+            p.requires_grad_(False)
+        try:
+            return compiled(td)
+        finally:
+            for p in frozen:
+                p.requires_grad_(True)
+
+    return losses
 
 
 def _compiled_step(gs: GradStep, jit: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Any:
