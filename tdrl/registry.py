@@ -69,6 +69,7 @@ __all__ = [
     "field_text",
     "preset",
     "register",
+    "run_name",
     "stop_threshold",
     "task_family",
     "task_threshold",
@@ -650,6 +651,17 @@ def preset(algo: str, task: str | None = None, **overrides: Any) -> Preset:
     if "threshold" not in overrides:
         overrides["threshold"] = task_threshold(algo, task)
     return e.preset.replace(task=task, **overrides)
+
+
+def run_name(algo: str, task: str, seed: int) -> str:
+    """The run directory name of ``algo`` on ``task`` with ``seed``: ``ALGO-TASK-seedS``,
+    with the ``/`` of namespaced ids (``ALE/Pong-v5``, ``tdrl/NChain-v0``) as ``_`` so a
+    run is one directory.
+
+    >>> run_name("psrl", "tdrl/NChain-v0", 0), run_name("dqn", "CartPole-v1", 3)
+    ('psrl-tdrl_NChain-v0-seed0', 'dqn-CartPole-v1-seed3')
+    """
+    return f"{algo}-{task.replace('/', '_')}-seed{seed}"
 
 
 def task_threshold(algo: str, task: str) -> float | None:
