@@ -25,10 +25,10 @@ from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
 from tdrl.data import Collector, VectorReplayBuffer
 from tdrl.env import DummyVectorEnv
 from tdrl.env.atari import wrap_deepmind
-from tdrl.presets.mujoco import linear_lr_decay
 from tdrl.trainer import OnPolicyTrainer
-from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.logger import make_logger
 from tdrl.utils.net_atari import NatureCNN
+from tdrl.utils.schedule import linear_lr_decay
 
 ALGO = "ppo"
 DEFAULTS = {  # examples/atari/atari_ppo.py (Tianshou 2.0.1); --stop-reward: Pong's maximum
@@ -53,15 +53,6 @@ def get_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--logdir", default="runs")
     parser.add_argument("--no-progress", action="store_true")
     return parser.parse_args(argv)
-
-
-def make_logger(kind: str, log_dir: Path) -> BaseLogger:
-    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
-    if kind == "tensorboard":
-        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
-    if kind == "wandb":
-        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
-    return CSVLogger(log_dir, train_interval=1, update_interval=100)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,58 +10,27 @@ are tdrl's registry preset (``tdrl train td3 Pendulum-v1``).
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from tdrl import registry
 from tdrl.algorithm.exploration import GaussianNoise, OUNoise
 from tdrl.algorithm.modelfree.td3 import TD3, ContinuousDeterministicPolicy
-from tdrl.cli import add_preset_flags
+from tdrl.cli import parse_recipe_args
 from tdrl.data import Collector, VectorReplayBuffer
 from tdrl.env import DummyVectorEnv
 from tdrl.trainer import OffPolicyTrainer
-from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.logger import make_logger
 from tdrl.utils.net import DeterministicActor, QCritic
 
 ALGO, TASK = "td3", "Pendulum-v1"
 
 
-def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
-    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
-    run = argparse.ArgumentParser(add_help=False)
-    run.add_argument("--task", default=TASK)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
-    run.add_argument("--logdir", default="runs")
-    run.add_argument("--no-progress", action="store_true")
-    task = run.parse_known_args(argv)[0].task
-    parser = argparse.ArgumentParser(
-        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
-    )
-    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
-    args = parser.parse_args(argv)
-    # the preset fields given on the command line, stored as args.field__NAME
-    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
-    return args, registry.preset(ALGO, args.task, **fields)
-
-
-def make_logger(kind: str, log_dir: Path) -> BaseLogger:
-    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
-    if kind == "tensorboard":
-        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
-    if kind == "wandb":
-        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
-    return CSVLogger(log_dir, train_interval=1, update_interval=100)
-
-
 def main(argv: list[str] | None = None) -> None:
-    args, p = get_args(argv)
+    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # small networks: one thread is fastest

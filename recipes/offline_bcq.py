@@ -14,68 +14,33 @@ train bcq Pendulum-v1 --dataset FILE`` trains the same thing).
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from tdrl import registry
 from tdrl.algorithm.imitation.bcq import BCQ, BCQPolicy
-from tdrl.cli import add_preset_flags
+from tdrl.cli import parse_recipe_args
 from tdrl.data import Collector, VectorReplayBuffer
 from tdrl.data.datasets import check_spaces, load_dataset
 from tdrl.env import DummyVectorEnv
 from tdrl.trainer import OfflineTrainer
-from tdrl.utils.logger import BaseLogger, CSVLogger, TensorboardLogger, WandbLogger
+from tdrl.utils.logger import make_logger
 from tdrl.utils.net import QCritic
 from tdrl.utils.net_vae import VAE, Perturbation
 
-DATASET_HELP = "an HDF5 replay buffer (e.g. from `tdrl gather`) or minari:NAME"
 ALGO, TASK = "bcq", "Pendulum-v1"
 
 
-def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
-    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
-    run = argparse.ArgumentParser(add_help=False)
-    run.add_argument("--task", default=TASK)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--dataset", metavar="FILE.hdf5|minari:NAME", help=DATASET_HELP)
-    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
-    run.add_argument("--logdir", default="runs")
-    run.add_argument("--no-progress", action="store_true")
-    task = run.parse_known_args(argv)[0].task
-    parser = argparse.ArgumentParser(
-        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
-    )
-    add_preset_flags(parser, registry.preset(ALGO, task))  # --lr, --gamma, --hidden-sizes ...
-    args = parser.parse_args(argv)
-    # the preset fields given on the command line, stored as args.field__NAME
-    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
-    return args, registry.preset(ALGO, args.task, **fields)
-
-
-def make_logger(kind: str, log_dir: Path) -> BaseLogger:
-    """CSV files, TensorBoard events or a W&B run (offline unless WANDB_MODE=online)."""
-    if kind == "tensorboard":
-        return TensorboardLogger(str(log_dir), train_interval=1, update_interval=100)
-    if kind == "wandb":
-        return WandbLogger(project="tdrl", name=log_dir.name, dir=log_dir, train_interval=1)
-    return CSVLogger(log_dir, train_interval=1, update_interval=100)
-
-
 def main(argv: list[str] | None = None) -> None:
-    args, p = get_args(argv)
+    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__, dataset=True)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # small networks: one thread is fastest
 
     # the dataset to learn from, and test envs to measure the policy in
-    if args.dataset is None:
-        raise SystemExit(f"--dataset: expected FILE.hdf5 or minari:NAME ({DATASET_HELP})")
     dataset = load_dataset(args.dataset)  # a ReplayBuffer of transitions
     test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
     obs_space, act_space = test_envs.observation_space[0], test_envs.action_space[0]

@@ -16,10 +16,8 @@ per frame, a test every ``step_per_epoch`` frames.
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -31,31 +29,11 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from torchrl.objectives import SoftUpdate
 from torchrl.record.loggers import get_logger
 
-from tdrl import registry
 from tdrl.algorithm.modelfree.sac import SAC, AutoAlpha, SACPolicy
-from tdrl.cli import add_preset_flags
+from tdrl.cli import parse_recipe_args
 from tdrl.utils.net import GaussianActor, QCritic
 
 ALGO, TASK = "sac", "Pendulum-v1"
-
-
-def get_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Any]:
-    """The run's flags, then one flag per preset field, defaulting to the preset for --task."""
-    run = argparse.ArgumentParser(add_help=False)
-    run.add_argument("--task", default=TASK)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
-    run.add_argument("--logdir", default="runs")
-    run.add_argument("--no-progress", action="store_true", help="(no progress bar here)")
-    task = run.parse_known_args(argv)[0].task
-    parser = argparse.ArgumentParser(
-        description=__doc__, parents=[run], formatter_class=argparse.RawTextHelpFormatter
-    )
-    add_preset_flags(parser, registry.preset(ALGO, task))  # --actor-lr, --tau ...
-    args = parser.parse_args(argv)
-    # the preset fields given on the command line, stored as args.field__NAME
-    fields = {k[7:]: v for k, v in vars(args).items() if k.startswith("field__")}
-    return args, registry.preset(ALGO, args.task, **fields)
 
 
 def evaluate(env: GymEnv, policy: torch.nn.Module, episodes: int) -> np.ndarray:
@@ -66,7 +44,9 @@ def evaluate(env: GymEnv, policy: torch.nn.Module, episodes: int) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args, p = get_args(argv)
+    args, p = parse_recipe_args(
+        ALGO, TASK, argv, description=__doc__, loggers=("csv", "tensorboard", "wandb")
+    )
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     env, test_env = GymEnv(p.task), GymEnv(p.task)

@@ -359,6 +359,76 @@ def add_preset_flags(parser: argparse.ArgumentParser, preset: registry.Preset) -
             )
 
 
+# ----------------------------------------------------------------------- recipes
+def parse_recipe_args(
+    algo: str,
+    task: str,
+    argv: Sequence[str] | None = None,
+    *,
+    description: str | None = None,
+    dataset: bool = False,
+    loggers: Sequence[str] = LOGGERS,
+) -> tuple[argparse.Namespace, Any]:
+    """A recipe's command line: its run flags and the registry preset they select (typed
+    ``Any``: its class, hence its fields, depends on ``algo`` and the task).
+
+    The run flags are ``--task`` (default ``task``), ``--seed``, ``--logger`` (one of
+    ``loggers``, default :data:`LOGGERS`), ``--logdir``, ``--no-progress`` and, with
+    ``dataset=True``, a required ``--dataset FILE.hdf5|minari:NAME``. Every field of
+    ``algo``'s preset for the chosen task is a flag, as in ``tdrl train``
+    (:func:`add_preset_flags`), and the preset returned is ``registry.preset(algo,
+    args.task, **given_fields)``: a recipe's defaults are ``tdrl train``'s. ``--help`` lists
+    each field with the preset's value; a bad value exits with status 2 and one line naming
+    the flag, as ``tdrl train`` does.
+
+    >>> args, p = parse_recipe_args("dqn", "CartPole-v1", ["--lr", "3e-4", "--seed", "3"])
+    >>> args.task, args.seed, args.logger, args.logdir, p.lr, p.gamma
+    ('CartPole-v1', 3, 'csv', 'runs', 0.0003, 0.9)
+    >>> parse_recipe_args("sac", "Hopper-v5", [])[1].hidden_sizes  # the MuJoCo preset
+    (256, 256)
+    """
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--task", default=task)
+    chosen = pre.parse_known_args(argv)[0].task
+    parser = ArgumentParser(description=description, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--task", default=task, help=f"gymnasium id (default {task})")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--logger",
+        choices=loggers,
+        default="csv",
+        help="log backend beside the CSV files every run writes (default csv)",
+    )
+    parser.add_argument("--logdir", default="runs", help="where run directories go")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    if dataset:
+        parser.add_argument(
+            "--dataset",
+            required=True,
+            metavar="FILE.hdf5|minari:NAME",
+            help="the transitions to learn from: an HDF5 replay buffer (e.g. from "
+            "`tdrl gather`) or minari:NAME",
+        )
+    try:
+        base = registry.preset(algo, chosen)
+    except registry.PresetError as exc:
+        _fail(parser.prog, f"argument --task: {str(exc).splitlines()[0]}")
+    add_preset_flags(parser, base)  # --lr, --gamma, --hidden-sizes ...
+    args = parser.parse_args(argv)
+    flags: dict[str, str] = getattr(args, "_flags", {})
+    fields: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    for key, value in vars(args).items():
+        if key.startswith("field__"):
+            name = key[len("field__") :]
+            fields[name] = value
+            source[name] = f"argument {flags.get(key) or _flag(name)}"
+    try:
+        return args, registry.preset(algo, args.task, **fields)
+    except registry.PresetError as exc:
+        _fail(parser.prog, str(_field_error(exc, source)))
+
+
 # ----------------------------------------------------------------------- config files
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """A YAML config file as a mapping (``algo``, ``task``, run options, preset fields at
@@ -464,7 +534,7 @@ def _latest_run_config(
     """The config of the run ``--resume`` (bare) would continue, if it has one."""
     if not isinstance(seed, int):
         return None
-    name = f"{algo}-{task}-seed{seed}"
+    name = registry.run_name(algo, task, seed)
     root = Path(logdir)
     candidates = [root / name] + (
         sorted(

@@ -72,11 +72,9 @@ from tdrl.trainer import (
 from tdrl.trainer.checkpoint import read_checkpoint
 from tdrl.utils.logger import (
     BaseLogger,
-    ConsoleLogger,
-    CSVLogger,
-    MultiLogger,
     truncate_csv_logs,
 )
+from tdrl.utils.logger import make_logger as _make_logger
 from tdrl.utils.normalize import VectorEnvNormObs
 
 __all__ = [
@@ -145,7 +143,7 @@ class ExperimentConfig:
     def run_name(self) -> str:
         """The run directory's name, ``ALGO-TASK-seedS`` (a repeated run gets ``-2``,
         ``-3``, ...: :func:`resolve_run_dir`)."""
-        return f"{self.algo}-{self.task}-seed{self.seed}"
+        return registry.run_name(self.algo, self.task, self.seed)
 
 
 def __getattr__(name: str) -> Any:
@@ -165,31 +163,9 @@ def seed_everything(seed: int) -> None:
 
 
 def make_logger(kind: str, run_dir: Path, config: dict[str, Any]) -> BaseLogger:
-    """A logger of the given kind writing into ``run_dir`` (W&B: offline unless asked).
-
-    Whatever the kind, the run's CSV files are written (``none``: only them; the others
-    write beside them), so every run can be plotted. Training stats are logged after every
-    collect, test stats after every test and losses every 100 gradient steps.
-    """
-    if kind not in LOGGERS:
-        raise ValueError(f"logger must be one of {LOGGERS}, got {kind!r}")
-    every = {"train_interval": 1, "test_interval": 1, "update_interval": 100}
-    csv_logger = CSVLogger(run_dir)  # every run keeps its CSV: tdrl plot reads any run
-    backend: BaseLogger | None = None
-    if kind == "console":
-        backend = ConsoleLogger()
-    elif kind == "tensorboard":
-        from tdrl.utils.logger import TensorboardLogger
-
-        backend = TensorboardLogger(str(run_dir))
-    elif kind == "wandb":
-        from tdrl.utils.logger import WandbLogger
-
-        backend = WandbLogger(project="tdrl", name=run_dir.name, config=config, dir=run_dir)
-    logger: BaseLogger = csv_logger if backend is None else MultiLogger([csv_logger, backend])
-    for key, value in every.items():
-        setattr(logger, key, value)
-    return logger
+    """A logger of the given kind writing into ``run_dir`` (W&B: offline unless asked):
+    :func:`tdrl.utils.logger.make_logger`, the run's CSV files beside any other kind."""
+    return _make_logger(kind, run_dir, config)
 
 
 class NormObsDummyVectorEnv(VectorEnvNormObs, DummyVectorEnv):

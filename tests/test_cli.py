@@ -124,9 +124,9 @@ def test_recipes_run(algo: str, tmp_path: Path) -> None:
     out = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "recipes" / f"{algo}.py"),
+            str(ROOT / "recipes" / f"classic_{algo}.py"),
             *("--epochs", "1", "--step-per-epoch", steps, "--training-num", "2"),
-            *("--test-num", "2", "--no-progress", "--no-plot", "--logdir", str(tmp_path)),
+            *("--test-num", "2", "--no-progress", "--logdir", str(tmp_path)),
         ],
         capture_output=True,
         text=True,

@@ -125,15 +125,15 @@ def test_recipe_smoke_slow(name: str, tmp_path: Path) -> None:
 
 def test_every_recipe_is_smoke_tested() -> None:
     recipes = {p.stem for p in RECIPES.glob("*.py")}
-    shims = {"dqn", "ppo", "sac"}  # old names, run the classic_* recipes
     own = {"tictactoe_dqn"}  # tested in tests/algorithm/multiagent
-    assert recipes - shims - own == set(CASES) | set(SLOW_CASES)
+    assert recipes - own == set(CASES) | set(SLOW_CASES)
 
 
-def test_recipes_readme_lists_every_recipe() -> None:
-    text = (RECIPES / "README.md").read_text()
+@pytest.mark.parametrize("page", ["recipes/README.md", "docs/recipes.md"])
+def test_recipes_pages_list_every_recipe(page: str) -> None:
+    text = (ROOT / page).read_text()
     for p in RECIPES.glob("*.py"):
-        assert f"{p.name}" in text, p.name
+        assert f"`{p.name}`" in text or f"[{p.name}]" in text, (page, p.name)
 
 
 @pytest.mark.parametrize(
