@@ -22,6 +22,7 @@ import torch
 
 from tdrl.algorithm.base import AdamOptimizerFactory
 from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
+from tdrl.cli import LOGGERS, summary_line
 from tdrl.data import Collector, VectorReplayBuffer
 from tdrl.env import DummyVectorEnv
 from tdrl.env.atari import wrap_deepmind
@@ -49,7 +50,7 @@ def get_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name, value in DEFAULTS.items():
         kind = (lambda s: s.lower() in ("1", "true", "yes")) if isinstance(value, bool) else None
         parser.add_argument("--" + name.replace("_", "-"), type=kind or type(value), default=value)
-    parser.add_argument("--logger", choices=("csv", "tensorboard", "wandb"), default="csv")
+    parser.add_argument("--logger", choices=LOGGERS, default="csv")
     parser.add_argument("--logdir", default="runs")
     parser.add_argument("--no-progress", action="store_true")
     return parser.parse_args(argv)
@@ -136,11 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
     train_envs.close()
     test_envs.close()
-    print(
-        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
-        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.env_step} env "
-        f"steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
-    )
+    print(summary_line(ALGO, p.task, result, time.perf_counter() - start, log_dir))
 
 
 if __name__ == "__main__":

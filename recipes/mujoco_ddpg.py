@@ -23,7 +23,7 @@ import torch
 
 from tdrl.algorithm.exploration import GaussianNoise, OUNoise
 from tdrl.algorithm.modelfree.ddpg import DDPG, ContinuousDeterministicPolicy
-from tdrl.cli import parse_recipe_args
+from tdrl.cli import parse_recipe_args, summary_line
 from tdrl.data import Collector, VectorReplayBuffer
 from tdrl.env import DummyVectorEnv
 from tdrl.trainer import OffPolicyTrainer
@@ -106,11 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
     train_envs.close()
     test_envs.close()
-    print(
-        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
-        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.env_step} env "
-        f"steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
-    )
+    print(summary_line(ALGO, p.task, result, time.perf_counter() - start, log_dir))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from tdrl.algorithm.imitation.iql import IQL, IQLPolicy
-from tdrl.cli import parse_recipe_args
+from tdrl.cli import parse_recipe_args, summary_line
 from tdrl.data import Collector, VectorReplayBuffer
 from tdrl.data.datasets import check_spaces, load_dataset
 from tdrl.env import DummyVectorEnv
@@ -98,11 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     assert final is not None
     print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
     test_envs.close()
-    print(
-        f"{ALGO} on {p.task}: best test return {result.best_reward:.1f} ± "
-        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {result.gradient_step} "
-        f"gradient steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
-    )
+    print(summary_line(ALGO, p.task, result, time.perf_counter() - start, log_dir, offline=True))
 
 
 if __name__ == "__main__":

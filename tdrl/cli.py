@@ -429,6 +429,28 @@ def parse_recipe_args(
         _fail(parser.prog, str(_field_error(exc, source)))
 
 
+def summary_line(
+    algo: str, task: str, result: Any, seconds: float, run_dir: str | Path, offline: bool = False
+) -> str:
+    """The last line ``tdrl train`` and every recipe print: ``ALGO on TASK: best test return
+    X ± Y (epoch E), N env steps, T s; logs in DIR`` (``offline``: ``N gradient steps``), for
+    a trainer's result (``best_reward``, ``best_reward_std``, ``best_epoch``, ``env_step``,
+    ``gradient_step``).
+
+    >>> from types import SimpleNamespace
+    >>> r = SimpleNamespace(best_reward=200.0, best_reward_std=0.0, best_epoch=3,
+    ...                     env_step=9190, gradient_step=900)
+    >>> print(summary_line("dqn", "CartPole-v1", r, 2.34, "d"))
+    dqn on CartPole-v1: best test return 200.0 ± 0.0 (epoch 3), 9190 env steps, 2.3 s; logs in d
+    """
+    steps = f"{result.gradient_step} gradient steps" if offline else f"{result.env_step} env steps"
+    return (
+        f"{algo} on {task}: best test return {result.best_reward:.1f} ± "
+        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {steps}, {seconds:.1f} s; "
+        f"logs in {run_dir}"
+    )
+
+
 # ----------------------------------------------------------------------- config files
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """A YAML config file as a mapping (``algo``, ``task``, run options, preset fields at

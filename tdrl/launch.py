@@ -56,7 +56,7 @@ import torch
 from tdrl import registry
 from tdrl.algorithm.presets import make_algorithm
 from tdrl.checkpoint import POLICY_FILE, save_policy, write_run_config
-from tdrl.cli import LOGGERS, add_train_arguments, check_run_options
+from tdrl.cli import LOGGERS, add_train_arguments, check_run_options, summary_line
 from tdrl.data.buffer import VectorReplayBuffer
 from tdrl.data.collector import Collector
 from tdrl.env import DummyVectorEnv
@@ -434,15 +434,9 @@ class Experiment:
         finally:
             self.close()
         self.save_policy()
-        steps = (
-            f"{result.gradient_step} gradient steps"
-            if self.offline
-            else f"{result.env_step} env steps"
-        )
-        summary = (
-            f"{cfg.algo} on {self.preset.task}: best test return {result.best_reward:.1f} "
-            f"± {result.best_reward_std:.1f} (epoch {result.best_epoch}), "
-            f"{steps}, {time.perf_counter() - start:.1f} s; logs in {self.run_dir}"
+        seconds = time.perf_counter() - start
+        summary = summary_line(
+            cfg.algo, self.preset.task, result, seconds, self.run_dir, offline=self.offline
         )
         if cfg.plot:
             from tdrl.utils.plot import plot_runs

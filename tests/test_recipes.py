@@ -136,6 +136,20 @@ def test_recipes_pages_list_every_recipe(page: str) -> None:
         assert f"`{p.name}`" in text or f"[{p.name}]" in text, (page, p.name)
 
 
+def test_docs_page_has_the_readme_tables() -> None:
+    """docs/recipes.md repeats recipes/README.md's tables (links written as paths)."""
+    readme = (RECIPES / "README.md").read_text()
+    page = (ROOT / "docs" / "recipes.md").read_text()
+    rows = [
+        re.sub(r"\[(\w+\.py)\]\(\w+\.py\)", r"`\1`", line)
+        for line in readme.splitlines()
+        if line.startswith("| [")
+    ]
+    assert len(rows) >= 30
+    for row in rows:
+        assert row.split(" (see ")[0] in page, row
+
+
 @pytest.mark.parametrize(
     ("name", "algo", "task", "flags"),
     [
