@@ -24,11 +24,10 @@ from tdrl.algorithm.modelfree.trpo import TRPO
 from tdrl.algorithm.policy_gradient import ActorPolicy
 from tdrl.cli import parse_recipe_args, summary_line
 from tdrl.data import Collector, VectorReplayBuffer
-from tdrl.env import DummyVectorEnv
+from tdrl.launch import NormObsDummyVectorEnv
 from tdrl.trainer import OnPolicyTrainer
 from tdrl.utils.logger import make_logger
 from tdrl.utils.net import GaussianActor, VCritic
-from tdrl.utils.normalize import VectorEnvNormObs
 from tdrl.utils.schedule import linear_lr_decay
 
 ALGO, TASK = "trpo", "Hopper-v5"
@@ -41,12 +40,10 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)  # small networks: one thread is fastest
 
     # environments; observations normalized by a running mean/std of the training envs'
-    # observations (Tianshou's VectorEnvNormObs), shared frozen with the test envs
-    class NormObsEnvs(VectorEnvNormObs, DummyVectorEnv):
-        pass
-
-    train_envs = NormObsEnvs([lambda: gym.make(p.task)] * p.training_num)
-    test_envs = NormObsEnvs(
+    # observations (Tianshou's VectorEnvNormObs on a DummyVectorEnv, as `tdrl train` makes
+    # them), shared frozen with the test envs
+    train_envs = NormObsDummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
+    test_envs = NormObsDummyVectorEnv(
         [lambda: gym.make(p.task)] * p.test_num, obs_rms=train_envs.obs_rms, update_obs_rms=False
     )
     obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
