@@ -182,3 +182,56 @@ def test_recipe_reproduces_tdrl_train(
 
     assert returns(recipe_dir) == returns(run_dir)
     assert len(returns(run_dir)) == 3  # before training and after each epoch
+
+
+# ------------------------------------------------------------------ the recipes' helpers
+def test_parse_recipe_args_defaults_are_the_preset() -> None:
+    from tdrl import registry
+    from tdrl.cli import parse_recipe_args
+
+    args, p = parse_recipe_args("sac", "Pendulum-v1", ["--task", "Hopper-v5", "--tau", "0.01"])
+    assert (args.task, args.seed, args.logger, args.no_progress) == ("Hopper-v5", 0, "csv", False)
+    assert p == registry.preset("sac", "Hopper-v5", tau=0.01)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--lr", "0"], "argument --lr: expected a float > 0, got 0.0 (dqn preset field 'lr')"),
+        (["--lr", "abc"], "argument --lr: expected a float > 0, got 'abc'"),
+        (["--seed", "-1"], "argument --seed: expected an int in [0, 4294967295], got -1"),
+        (["--logger", "tb"], "argument --logger: invalid choice: 'tb'"),
+        (["--task", "Hopper-v5"], "argument --task: "),  # DQN has no MuJoCo preset
+    ],
+)
+def test_parse_recipe_args_bad_input_is_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tdrl.cli import parse_recipe_args
+
+    with pytest.raises(SystemExit) as exc:
+        parse_recipe_args("dqn", "CartPole-v1", argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_parse_recipe_args_dataset_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    from tdrl.cli import parse_recipe_args
+
+    args, _ = parse_recipe_args("bc", "Pendulum-v1", ["--dataset", "d.hdf5"], dataset=True)
+    assert args.dataset == "d.hdf5"
+    with pytest.raises(SystemExit):
+        parse_recipe_args("bc", "Pendulum-v1", [], dataset=True)
+    assert "--dataset" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["csv", "console", "tensorboard", "none"])
+def test_make_logger_always_writes_the_csv_files(kind: str, tmp_path: Path) -> None:
+    from tdrl.utils.logger import make_logger
+
+    logger = make_logger(kind, tmp_path / "run")
+    logger.log_test_data({"returns_stat/mean": 1.0}, step=5)
+    logger.finalize()
+    assert (tmp_path / "run" / "test.csv").is_file()
+    assert (logger.train_interval, logger.test_interval, logger.update_interval) == (1, 1, 100)
