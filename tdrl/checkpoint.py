@@ -144,6 +144,7 @@ RUN_KEYS = (
     "dataset",
     "icm",
     "ray_collectors",
+    "compile",
 )
 """The keys of ``config.yaml`` that are not preset fields."""
 

@@ -63,6 +63,9 @@ CONFIG_ALIASES: dict[str, str] = {
 }
 """Config-file keys that name a preset field by another name."""
 
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""``--compile`` modes (``torch.compile``'s; ``default`` is its ``mode=None``)."""
+
 RUN_OPTIONS: dict[str, Any] = {
     "seed": 0,
     "device": "cpu",
@@ -72,6 +75,7 @@ RUN_OPTIONS: dict[str, Any] = {
     "dataset": None,
     "icm": False,
     "ray_collectors": None,
+    "compile": None,
 }
 """Run options (not preset fields) a config file may set, with their defaults."""
 
@@ -182,6 +186,16 @@ def _add_run_flags(parser: argparse.ArgumentParser, defaults: bool = True) -> No
         action="store_true",
         default=d(False),
         help="add the intrinsic curiosity module's reward",
+    )
+    parser.add_argument(
+        "--compile",
+        nargs="?",
+        const="default",
+        default=d(None),
+        choices=COMPILE_MODES,
+        metavar="MODE",
+        help="run the update through torch.compile (MODE: default, reduce-overhead, "
+        "max-autotune, max-autotune-no-cudagraphs); compiled before the first epoch",
     )
     parser.add_argument(
         "--ray-collectors",
@@ -706,6 +720,7 @@ def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> dict[s
         dataset=options["dataset"],
         icm=bool(options["icm"]),
         ray_collectors=options["ray_collectors"],
+        compile=options["compile"],
     )
 
 

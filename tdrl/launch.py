@@ -112,7 +112,9 @@ class ExperimentConfig:
     of this algorithm, task and seed (or ``run_dir`` when given) from its checkpoint;
     ``overwrite`` replaces the latest one instead of starting ``-2``, ``-3``, ...
     ``ray_collectors`` (off-policy) collects with that many Ray worker actors
-    (:class:`~tdrl.data.distributed.RayCollector`, ``docs/scaling.md``).
+    (:class:`~tdrl.data.distributed.RayCollector`, ``docs/scaling.md``). ``compile``
+    (``"default"``, ``"reduce-overhead"``, ...) runs the update through ``torch.compile``
+    (:meth:`~tdrl.algorithm.base.Algorithm.compile`), compiled before the first epoch.
 
     >>> ExperimentConfig("ppo", "CartPole-v1").run_name().startswith("ppo-CartPole-v1-seed0")
     True
@@ -139,6 +141,7 @@ class ExperimentConfig:
     overwrite: bool = False
     run_dir: str | None = None
     ray_collectors: int | None = None
+    compile: str | None = None
 
     def run_name(self) -> str:
         """The run directory's name, ``ALGO-TASK-seedS`` (a repeated run gets ``-2``,
@@ -415,6 +418,26 @@ class Experiment:
             obs_rms=obs_rms,
         )
 
+    def _compile_warmup(self) -> None:
+        """``--compile``: compile the update now, on a batch of the buffer (or of random
+        transitions from the spaces before the first collect), with every parameter,
+        optimizer state, counter and RNG restored afterwards, so the first epoch's time
+        is training and the run continues exactly as it would have."""
+        from tdrl.algorithm.compile import synthetic_buffer, warmup
+
+        p = self.preset
+        data = self.dataset if self.offline else self.buffer
+        if data is None or len(data) == 0:
+            env = self.test_envs
+            data = synthetic_buffer(
+                env.observation_space[0],
+                env.action_space[0],
+                max(1, int(getattr(p, "training_num", 1))),
+                max(int(getattr(p, "batch_size", None) or 1), 64),
+            )
+        seconds = warmup(self.algorithm, data, getattr(p, "batch_size", None))
+        print(f"compiled the update in {seconds:.1f} s", flush=True)
+
     def run(self) -> TrainResult:
         """Train, close the envs, save ``policy.pt``, draw ``curve.png`` and print the
         summary line: ``ALGO on TASK: best test return X ± Y (epoch E), N env steps, T s;
@@ -424,6 +447,8 @@ class Experiment:
         are saved and :class:`~tdrl.trainer.TrainingInterrupted` is raised.
         """
         cfg = self.cfg
+        if cfg.compile is not None:
+            self._compile_warmup()
         start = time.perf_counter()
         try:
             with _interrupt_handlers(self.trainer):
@@ -501,6 +526,7 @@ def run_options(cfg: ExperimentConfig) -> dict[str, Any]:
         "dataset": cfg.dataset,
         "icm": cfg.icm,
         "ray_collectors": cfg.ray_collectors,
+        "compile": cfg.compile,
     }
 
 
@@ -565,6 +591,8 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
         if isinstance(train_envs, NormObsDummyVectorEnv):
             # checkpointed (and restored in place) with the algorithm's state_dict
             algorithm.add_module("obs_rms", train_envs.obs_rms)
+        if cfg.compile is not None:
+            algorithm.compile(mode=None if cfg.compile == "default" else cfg.compile)
         if resume_state is not None:  # a checkpoint of another network: say so now
             from tdrl.trainer.checkpoint import load_checkpoint_weights
 
@@ -762,6 +790,7 @@ def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> E
         overwrite=bool(getattr(args, "overwrite", False)),
         run_dir=args.resume if isinstance(args.resume, str) else None,
         ray_collectors=getattr(args, "ray_collectors", None),
+        compile=getattr(args, "compile", None),
     )
 
 
