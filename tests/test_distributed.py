@@ -21,6 +21,9 @@ from tdrl.data.distributed import RayCollector  # noqa: E402
 from tdrl.env import DummyVectorEnv  # noqa: E402
 from tdrl.env.testing import MoveToRightEnv  # noqa: E402
 
+# a local Ray instance per module (10-20 s to start): run with the slow tests
+pytestmark = pytest.mark.slow
+
 # the workers unpickle this module's classes by value (no need to import the test module)
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -8,6 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+# a local Ray instance per module (10-20 s to start): run with the slow tests
+pytestmark = pytest.mark.slow
+
 ray = pytest.importorskip("ray")
 
 import tests.env.test_contract as contract  # noqa: E402
