@@ -505,8 +505,6 @@ def _load_dataset(cfg: ExperimentConfig, spec: registry.Entry) -> Any:
     """The dataset buffer of an offline or imitation run (``None`` for others)."""
     if cfg.dataset is None:
         return None
-    if not spec.needs_dataset:
-        raise registry.PresetError(f"--dataset: {cfg.algo} trains online and takes no dataset")
     from tdrl.data.datasets import load_dataset
 
     return load_dataset(cfg.dataset)
@@ -555,11 +553,7 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
     check_run_options(seed=cfg.seed, logger=cfg.logger)
     preset: Any = _preset(cfg)  # fields of the algorithm's preset class
     spec = registry.entry(cfg.algo, preset.task)
-    if spec.needs_dataset and cfg.dataset is None:
-        raise registry.PresetError(
-            f"{cfg.algo} learns from a dataset: expected --dataset FILE.hdf5 (or minari:NAME), "
-            "got none"
-        )
+    registry.check_dataset(cfg.algo, spec, cfg.dataset is not None)
     run_dir = resolve_run_dir(cfg)
     resume_state = read_checkpoint(run_dir / "checkpoint.pt") if cfg.resume else None
     seed_everything(cfg.seed)

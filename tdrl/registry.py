@@ -62,6 +62,7 @@ __all__ = [
     "PresetError",
     "SACPreset",
     "algorithms",
+    "check_dataset",
     "default_task",
     "entry",
     "families",
@@ -651,6 +652,23 @@ def preset(algo: str, task: str | None = None, **overrides: Any) -> Preset:
     if "threshold" not in overrides:
         overrides["threshold"] = task_threshold(algo, task)
     return e.preset.replace(task=task, **overrides)
+
+
+def check_dataset(algo: str, spec: Entry, given: bool) -> None:
+    """Raise a one-line :class:`PresetError` unless a dataset is ``given`` exactly when the
+    entry ``needs_dataset`` (offline and imitation algorithms).
+
+    >>> check_dataset("dqn", entry("dqn", "CartPole-v1"), given=True)
+    Traceback (most recent call last):
+    ...
+    tdrl.registry.PresetError: --dataset: dqn trains online and takes no dataset
+    """
+    if spec.needs_dataset and not given:
+        raise PresetError(
+            f"{algo} learns from a dataset: expected --dataset FILE.hdf5 (or minari:NAME), got none"
+        )
+    if given and not spec.needs_dataset:
+        raise PresetError(f"--dataset: {algo} trains online and takes no dataset")
 
 
 def run_name(algo: str, task: str, seed: int) -> str:

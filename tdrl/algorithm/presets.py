@@ -185,16 +185,8 @@ def make_algorithm(
     check_action_space(algo, task, action_space)
     spec = registry.entry(algo, task)
     build = spec.builder_fn()
-    kwargs: dict[str, Any] = {}
-    if spec.needs_dataset:
-        if dataset is None:
-            raise PresetError(
-                f"{algo} learns from a dataset: expected --dataset FILE.hdf5 (or "
-                f"minari:NAME), got none"
-            )
-        kwargs["dataset"] = dataset
-    elif dataset is not None:
-        raise PresetError(f"--dataset: {algo} trains online and takes no dataset")
+    registry.check_dataset(algo, spec, dataset is not None)
+    kwargs: dict[str, Any] = {"dataset": dataset} if spec.needs_dataset else {}
     with torch.device(device) if device is not None else nullcontext():
         alg: Algorithm = build(p, observation_space, action_space, **kwargs)
     return alg
