@@ -76,6 +76,7 @@ RUN_OPTIONS: dict[str, Any] = {
     "icm": False,
     "ray_collectors": None,
     "compile": None,
+    "buffer_device": "cpu",
 }
 """Run options (not preset fields) a config file may set, with their defaults."""
 
@@ -143,7 +144,16 @@ def _add_run_flags(parser: argparse.ArgumentParser, defaults: bool = True) -> No
         return value if defaults else argparse.SUPPRESS
 
     parser.add_argument("--seed", type=_seed, default=d(0), help="random seed (default 0)")
-    parser.add_argument("--device", default=d("cpu"), help="torch device (default cpu)")
+    parser.add_argument(
+        "--device", default=d("cpu"), help="torch device of the networks (default cpu)"
+    )
+    parser.add_argument(
+        "--buffer-device",
+        default=d("cpu"),
+        metavar="DEVICE",
+        help="torch device of the replay buffer's storage (default cpu; cuda keeps the "
+        "whole replay storage on the GPU)",
+    )
     parser.add_argument(
         "--logger",
         choices=LOGGERS,
@@ -720,6 +730,7 @@ def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> dict[s
         dataset=options["dataset"],
         icm=bool(options["icm"]),
         ray_collectors=options["ray_collectors"],
+        buffer_device=str(options["buffer_device"]),
         compile=options["compile"],
     )
 

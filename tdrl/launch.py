@@ -115,6 +115,9 @@ class ExperimentConfig:
     (:class:`~tdrl.data.distributed.RayCollector`, ``docs/scaling.md``). ``compile``
     (``"default"``, ``"reduce-overhead"``, ...) runs the update through ``torch.compile``
     (:meth:`~tdrl.algorithm.base.Algorithm.compile`), compiled before the first epoch.
+    ``device`` holds the networks (``"cuda"``: sampled batches go there through pinned
+    memory, without blocking); ``buffer_device`` the replay buffer's columns (``"cuda"``
+    keeps the whole replay storage on the GPU). Both are checked before anything runs.
 
     >>> ExperimentConfig("ppo", "CartPole-v1").run_name().startswith("ppo-CartPole-v1-seed0")
     True
@@ -142,6 +145,7 @@ class ExperimentConfig:
     run_dir: str | None = None
     ray_collectors: int | None = None
     compile: str | None = None
+    buffer_device: str = "cpu"
 
     def run_name(self) -> str:
         """The run directory's name, ``ALGO-TASK-seedS`` (a repeated run gets ``-2``,
@@ -220,8 +224,41 @@ def _preset(cfg: ExperimentConfig) -> Preset:
     return registry.preset(cfg.algo, cfg.task, **overrides)
 
 
-def make_buffer(preset: Any) -> Any:
-    """The replay buffer a preset asks for.
+def check_device(flag: str, value: str) -> torch.device:
+    """``value`` as a torch device this machine has, or a :class:`UsageError` naming
+    ``flag``, what was expected and what was given.
+
+    >>> check_device("--device", "cpu")
+    device(type='cpu')
+    >>> check_device("--device", "gpu0")
+    Traceback (most recent call last):
+    ...
+    tdrl.errors.UsageError: --device: expected a torch device (cpu, cuda, cuda:N, mps), got 'gpu0'
+    """
+    try:
+        dev = torch.device(value)
+    except (RuntimeError, TypeError):
+        raise UsageError(
+            f"{flag}: expected a torch device (cpu, cuda, cuda:N, mps), got {value!r}"
+        ) from None
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise UsageError(
+                f"{flag}: expected a device this machine has, got {value!r} "
+                "(torch.cuda.is_available() is False)"
+            )
+        if dev.index is not None and dev.index >= n:
+            raise UsageError(f"{flag}: expected cuda:0..cuda:{n - 1}, got {value!r}")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise UsageError(f"{flag}: expected a device this machine has, got {value!r}")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise UsageError(f"{flag}: expected cpu, cuda, cuda:N or mps, got {value!r}")
+    return dev
+
+
+def make_buffer(preset: Any, device: str = "cpu") -> Any:
+    """The replay buffer a preset asks for, its columns on ``device``.
 
     ``frames_stack > 1`` (Atari): one frame stored per step, the stack rebuilt on sampling
     (``stack_num``, ``save_only_last_obs``, ``ignore_obs_next``); ``stack_num`` (DRQN): a
@@ -233,6 +270,7 @@ def make_buffer(preset: Any) -> Any:
     kwargs: dict[str, Any] = {"stack_num": int(getattr(preset, "stack_num", 1))}
     if frames > 1:
         kwargs = {"stack_num": frames, "save_only_last_obs": True, "ignore_obs_next": True}
+    kwargs["device"] = device
     if getattr(preset, "prioritized_replay", False):
         from tdrl.data.buffer import PrioritizedVectorReplayBuffer
 
@@ -525,6 +563,7 @@ def run_options(cfg: ExperimentConfig) -> dict[str, Any]:
         "icm": cfg.icm,
         "ray_collectors": cfg.ray_collectors,
         "compile": cfg.compile,
+        "buffer_device": cfg.buffer_device,
     }
 
 
@@ -551,6 +590,8 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
     presets) is collected.
     """
     check_run_options(seed=cfg.seed, logger=cfg.logger)
+    check_device("--device", cfg.device)
+    check_device("--buffer-device", cfg.buffer_device)
     preset: Any = _preset(cfg)  # fields of the algorithm's preset class
     spec = registry.entry(cfg.algo, preset.task)
     registry.check_dataset(cfg.algo, spec, cfg.dataset is not None)
@@ -639,7 +680,7 @@ def _assemble(
         if cfg.ray_collectors is not None:
             train, buffer = _ray_collector(cfg, preset, spec, algorithm.policy, noisy)
         else:
-            buffer = make_buffer(preset)
+            buffer = make_buffer(preset, cfg.buffer_device)
             train = Collector(algorithm.policy, train_envs, buffer, exploration_noise=noisy)
     # the test collector only counts returns: a buffer of 2 steps per env is enough (its
     # default of 10k steps per env made checkpoints 80 MB)
@@ -714,7 +755,7 @@ def _ray_collector(
     from tdrl.data.distributed import RayCollector
 
     k = int(preset.training_num)
-    buffer = make_buffer(preset.replace(training_num=m * k))
+    buffer = make_buffer(preset.replace(training_num=m * k), cfg.buffer_device)
     task, make_env = preset.task, spec.make_env
     collector = RayCollector(
         policy,
@@ -785,6 +826,7 @@ def config_from_args(algo: str, task: str | None, args: argparse.Namespace) -> E
         run_dir=args.resume if isinstance(args.resume, str) else None,
         ray_collectors=getattr(args, "ray_collectors", None),
         compile=getattr(args, "compile", None),
+        buffer_device=getattr(args, "buffer_device", "cpu"),
     )
 
 

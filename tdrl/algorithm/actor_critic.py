@@ -225,11 +225,21 @@ class OffPolicyActorCritic(Algorithm):
         """The current entropy temperature."""
         return self.auto_alpha.value if self.auto_alpha is not None else self._alpha
 
-    def temperature_terms(self, entropy: torch.Tensor, alpha: float) -> dict[str, torch.Tensor]:
+    def alpha_now(self) -> torch.Tensor | float:
+        """The temperature the losses use: with a learned alpha a detached 0-dim tensor
+        (read on the device: no host sync, and no recompile of a compiled update when it
+        changes), else the fixed float. Same numbers as :attr:`alpha`."""
+        if self.auto_alpha is None:
+            return self._alpha
+        return self.auto_alpha.log_alpha.detach().exp()
+
+    def temperature_terms(
+        self, entropy: torch.Tensor, alpha: torch.Tensor | float
+    ) -> dict[str, torch.Tensor]:
         """``entropy`` and ``alpha`` statistics, and with a learned temperature
         ``loss_alpha = -mean(log_alpha (H_target - H))`` for per-sample entropies ``H``."""
         h = entropy.detach()
-        out = {"entropy": h.mean(), "alpha": torch.tensor(alpha)}
+        out = {"entropy": h.mean(), "alpha": torch.as_tensor(alpha, device=h.device)}
         if self.auto_alpha is not None:
             deficit = float(self.auto_alpha.target_entropy) - h
             out["loss_alpha"] = -(self.auto_alpha.log_alpha * deficit).mean()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -36,6 +36,7 @@ from torchrl.objectives import LossModule
 
 from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.algorithm.target import FastHardUpdate, FastSoftUpdate, make_target_module
+from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
 
 __all__ = [
@@ -1026,7 +1027,7 @@ class Algorithm(LossModule):
 
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int
-    ) -> dict[str, float]:
+    ) -> MutableMapping[str, float]:
         """One pass of the stages on ``batch`` between the target updates."""
         for upd in self._updaters_first:
             upd.step()
@@ -1035,7 +1036,7 @@ class Algorithm(LossModule):
             for upd in self._updaters:
                 if upd not in self._updaters_first:
                     upd.step()
-        return _floats(logged)
+        return UpdateStats(logged)
 
     # -- optimizers ---------------------------------------------------------------------
     def _create_optimizer(
@@ -1147,7 +1148,9 @@ class Algorithm(LossModule):
         if hasattr(buffer, "update_weight") and "td_error" in batch:
             buffer.update_weight(indices, batch["td_error"].detach().abs())
 
-    def update(self, buffer: Any, batch_size: int | None, repeat: int = 1) -> dict[str, float]:
+    def update(
+        self, buffer: Any, batch_size: int | None, repeat: int = 1
+    ) -> MutableMapping[str, float]:
         """Run one update: sample, preprocess, gradient step(s), postprocess.
 
         Off-policy: ``repeat`` times (sample ``batch_size``, preprocess, one gradient step,
@@ -1161,11 +1164,15 @@ class Algorithm(LossModule):
         ``ValueError``. A ``batch_size`` beyond ``len(buffer)`` draws that many samples
         with replacement (off-policy) or makes one minibatch of the whole buffer
         (on-policy), as in Tianshou.
+
+        The stats come back as :class:`~tdrl.algorithm.update_stats.UpdateStats`: a
+        ``dict``-like mapping of floats whose values are read from the device only when
+        first looked at, so an update never makes the host wait for the device.
         """
         if buffer is None:
             return {}
         _check_update_args(self.on_policy, buffer, batch_size, repeat)
-        stats: dict[str, float] = {}
+        stats: MutableMapping[str, float] = UpdateStats()
         self._in_update = True
         with (
             within_training_step(self.policy),
@@ -1191,10 +1198,18 @@ class Algorithm(LossModule):
         return stats
 
     def _on_device(self, batch: Batch) -> Batch:
-        """Move a sampled (CPU) batch to the device of the algorithm's parameters."""
+        """Move a sampled batch to the device of the algorithm's parameters.
+
+        A CPU batch bound for a CUDA device goes through pinned memory with
+        ``non_blocking=True``: the copy is queued behind the running kernels instead of
+        making the host wait. A batch already there (a replay buffer on the device) is
+        used as is.
+        """
         param = next(self.parameters(), None)
-        if param is None or param.device == batch.device or param.device.type == "cpu":
+        if param is None or param.device.type == "cpu" or batch.device == param.device:
             return batch
+        if param.device.type == "cuda" and batch.device in (None, torch.device("cpu")):
+            return batch.pin_memory().to(param.device, non_blocking=True)
         return batch.to(param.device)
 
     # -- checkpointing ------------------------------------------------------------------
@@ -1257,17 +1272,6 @@ def _check_update_args(on_policy: bool, buffer: Any, batch_size: Any, repeat: An
         )
     if not isinstance(repeat, (int, np.integer)) or isinstance(repeat, bool) or repeat < 1:
         raise ValueError(f"repeat: expected an int >= 1, got {repeat!r}")
-
-
-def _floats(logged: Sequence[tuple[str, torch.Tensor]]) -> dict[str, float]:
-    """Detached scalar terms to floats with one host transfer; adds their ``loss`` sum."""
-    if not logged:
-        return {}
-    keys = [k for k, _ in logged]
-    vals = torch.stack([v.reshape(()).float() for _, v in logged]).tolist()
-    out = dict(zip(keys, vals))
-    out["loss"] = sum(v for k, v in out.items() if k.startswith("loss_"))
-    return out
 
 
 @contextlib.contextmanager

@@ -306,8 +306,10 @@ def synthetic_buffer(
     n_envs: int,
     steps: int,
     seed: int = 0,
+    device: str | torch.device = "cpu",
 ) -> Any:
-    """A vector buffer of random transitions drawn from the spaces (for :func:`warmup`).
+    """A vector buffer of random transitions drawn from the spaces (for :func:`warmup`;
+    its columns on ``device``).
 
     Lets a run compile before its first collect (an on-policy buffer is empty then)
     without stepping the real environments: the arrays have the dtypes and shapes real
@@ -324,7 +326,7 @@ def synthetic_buffer(
     observation_space.seed(seed)
     action_space.seed(seed + 1)
     rng = np.random.default_rng(seed)
-    buf = VectorReplayBuffer(n_envs * steps, n_envs, seed=seed)
+    buf = VectorReplayBuffer(n_envs * steps, n_envs, seed=seed, device=device)
 
     def draw(space: Any) -> np.ndarray:
         return np.stack([np.asarray(space.sample()) for _ in range(n_envs)])

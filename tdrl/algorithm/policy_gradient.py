@@ -19,6 +19,7 @@ v_s, logp_old``.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 import gymnasium as gym
@@ -37,6 +38,7 @@ from tdrl.algorithm.base import (
     require_unit,
 )
 from tdrl.algorithm.returns import compute_episodic_return
+from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
 from tdrl.utils.normalize import RunningNorm
 
@@ -258,9 +260,7 @@ class OnPolicyAlgorithm(Algorithm):
             parts[-1] = torch.cat([parts[-1], last])
         return parts
 
-    def _update_with_batch(
-        self, batch: Batch, batch_size: int | None, repeat: int
-    ) -> dict[str, float]:
+    def _update_with_batch(self, batch: Batch, batch_size: int | None, repeat: int) -> UpdateStats:
         keys = [k for k in ("obs", "act", "adv", "returns", "v_s", "logp_old") if k in batch]
         logged: dict[str, list[torch.Tensor]] = {}
         steps = 0
@@ -276,13 +276,14 @@ class OnPolicyAlgorithm(Algorithm):
                 for k, v in self._run_stages(mb):
                     logged.setdefault(k, []).append(v)
                 steps += 1
-        means = torch.stack([torch.stack(v).float().mean() for v in logged.values()]).tolist()
-        stats = dict(zip(logged, means))
-        stats["loss"] = sum(v for k, v in stats.items() if k.startswith("loss_"))
+        # the epoch means stay on the device until read (``loss`` is their loss_* sum)
+        stats = UpdateStats((k, torch.stack(v).float().mean()) for k, v in logged.items())
         stats["gradient_steps"] = float(steps)
         return stats
 
-    def update(self, buffer: Any, batch_size: int | None, repeat: int = 1) -> dict[str, float]:
+    def update(
+        self, buffer: Any, batch_size: int | None, repeat: int = 1
+    ) -> MutableMapping[str, float]:
         """See :meth:`Algorithm.update` (on-policy: the whole buffer, ``repeat`` epochs)."""
         if self.recompute_advantage:
             self._buffer, self._indices = buffer, buffer.sample_indices(0)

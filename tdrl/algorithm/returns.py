@@ -401,8 +401,6 @@ def compute_nstep_return(
             f"target_q_fn: expected a leading dimension of {n_idx} (one row per index), "
             f"got shape {tuple(target_q.shape)}"
         )
-    tq = _np(target_q).reshape(n_idx, math.prod(target_q.shape[1:])).astype(np.float64)
-    tq = tq * ~_np(buffer.terminated)[last].reshape(-1, 1)
     end = _np(buffer.done)[stacked]
     unfinished = _unfinished_mask(buffer, stacked)
     if unfinished is not None:
@@ -421,11 +419,23 @@ def compute_nstep_return(
         steps[stop] = k + 1
         ret[stop] = 0.0
         ret = rew[stacked[k]] + gamma * ret
-    out = tq * (gamma**steps)[:, None] + ret[:, None]
-    returns = torch.from_numpy(out).to(device=target_q.device, dtype=target_q.dtype)
-    batch["returns"] = returns
+    # the buffer's part (numpy, float64) meets the target Q where it lives: on a GPU the
+    # two small arrays go to the device instead of Q to the host, so no sync happens here
+    disc = (gamma**steps) * ~_np(buffer.terminated)[last]
+    tq = target_q.detach().reshape(n_idx, math.prod(target_q.shape[1:])).to(torch.float64)
+    dev = tq.device
+    out = tq * _to_device(disc, dev)[:, None] + _to_device(ret, dev)[:, None]
+    batch["returns"] = out.to(target_q.dtype)
     if "weight" in batch:
-        batch["weight"] = torch.as_tensor(_np(batch["weight"])).to(
-            device=target_q.device, dtype=target_q.dtype
-        )
+        weight = batch["weight"]
+        weight = weight if isinstance(weight, torch.Tensor) else torch.as_tensor(_np(weight))
+        batch["weight"] = weight.to(device=dev, dtype=target_q.dtype)
     return batch
+
+
+def _to_device(arr: np.ndarray, device: torch.device) -> torch.Tensor:
+    """``arr`` as a tensor on ``device`` (pinned and asynchronous for a CUDA device)."""
+    t = torch.from_numpy(arr)
+    if device.type == "cuda":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)

@@ -17,9 +17,10 @@ ends the run at the next training-step boundary: a checkpoint of that point is w
 from __future__ import annotations
 
 import functools
+import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,6 +64,11 @@ TIANSHOU_2_NAMES: dict[str, str] = {
 every tdrl trainer accepts both."""
 
 _F = TypeVar("_F", bound=Callable[..., None])
+
+_MAX_PENDING = 1000
+"""Queued updates' stats are read from the device at least this often."""
+_BAR_REFRESH_S = 0.5
+"""Seconds between two refreshes of the progress bar's smoothed losses."""
 
 
 def accepts_tianshou_names(init: _F) -> _F:
@@ -190,6 +196,9 @@ class BaseTrainer(ABC):
         self.verbose = verbose
         self.result = TrainResult()
         self.loss_stats: dict[str, MovAvg] = {}
+        self._pending_updates: list[Mapping[str, float]] = []  # not yet in loss_stats
+        self._bar_losses: dict[str, str] = {}
+        self._bar_time = -math.inf
         self.resume_state: dict[str, Any] | None = None
         """The checkpoint's contents, when already read (``checkpoint.read_checkpoint``)."""
         self._stop = False
@@ -211,6 +220,7 @@ class BaseTrainer(ABC):
     # ----------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
         """Counters, best score and smoothed losses (for checkpoints)."""
+        self._flush_losses()
         r = self.result
         return {
             "epoch": r.epoch,
@@ -232,6 +242,7 @@ class BaseTrainer(ABC):
         r.best_reward = float(state["best_reward"])
         r.best_reward_std = float(state["best_reward_std"])
         self.loss_stats = {}
+        self._pending_updates = []
         for k, v in state.get("loss_stats", {}).items():
             self.loss_stats[k] = MovAvg()
             self.loss_stats[k].load_state_dict(v)
@@ -282,11 +293,39 @@ class BaseTrainer(ABC):
         """The x of a test's log row: env steps (the offline trainer: gradient steps)."""
         return self.result.env_step
 
-    def _log_update(self, stats: dict[str, float]) -> dict[str, float]:
-        for k, v in stats.items():
-            self.loss_stats.setdefault(k, MovAvg()).add(float(v))
+    def _log_update(self, stats: Mapping[str, float]) -> None:
+        """Queue an update's stats for the smoothed losses; log them when a row is due.
+
+        The values stay on the device (:class:`~tdrl.algorithm.update_stats.UpdateStats`)
+        until the logger writes a row or the progress bar refreshes its losses: then all
+        queued updates are read with one transfer, so training never waits for the
+        device after each update.
+        """
+        self._pending_updates.append(stats)
         self.logger.log_update_data(stats, self.result.gradient_step)
+        if len(self._pending_updates) >= _MAX_PENDING:
+            self._flush_losses()
+
+    def _flush_losses(self) -> dict[str, float]:
+        """Move the queued updates' stats into the moving averages; return the averages."""
+        from tdrl.algorithm.update_stats import materialize
+
+        pending, self._pending_updates = self._pending_updates, []
+        materialize(pending)  # one device read for all of them
+        for stats in pending:
+            for k, v in stats.items():
+                self.loss_stats.setdefault(k, MovAvg()).add(float(v))
         return {k: m.get() for k, m in self.loss_stats.items()}
+
+    def _loss_postfix(self) -> dict[str, str]:
+        """The smoothed ``loss*`` values for the progress bar, refreshed at most every
+        ``_BAR_REFRESH_S`` seconds (each refresh reads the queued stats from the device)."""
+        now = time.monotonic()
+        if now - self._bar_time >= _BAR_REFRESH_S:
+            self._bar_time = now
+            smoothed = self._flush_losses()
+            self._bar_losses = {k: f"{v:.3f}" for k, v in smoothed.items() if k.startswith("loss")}
+        return self._bar_losses
 
     @abstractmethod
     def _training_step(self) -> tuple[int, dict[str, Any]]:

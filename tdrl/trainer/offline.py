@@ -43,7 +43,7 @@ class OfflineTrainer(BaseTrainer):
         r = self.result
         r.gradient_step += 1
         r.timing.update_time += time.perf_counter() - start
-        smoothed = self._log_update(out)
+        self._log_update(out)
         postfix: dict[str, Any] = {"grad": r.gradient_step}
-        postfix.update({k: f"{v:.3f}" for k, v in smoothed.items() if k.startswith("loss")})
+        postfix.update(self._loss_postfix())
         return 1, postfix

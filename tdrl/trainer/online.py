@@ -78,22 +78,21 @@ class OnlineTrainer(BaseTrainer):
         return stats
 
     @abstractmethod
-    def _update(self, stats: CollectStats) -> dict[str, float]:
-        """Run the algorithm's update after a collect; return smoothed stats."""
+    def _update(self, stats: CollectStats) -> None:
+        """Run the algorithm's update(s) after a collect."""
 
     def _training_step(self) -> tuple[int, dict[str, Any]]:
         stats = self._collect()
-        losses: dict[str, float] = {}
         if not self._stop:
             start = time.perf_counter()
             self.algorithm.policy.is_within_training_step = True
-            losses = self._update(stats)
+            self._update(stats)
             self.algorithm.policy.is_within_training_step = False
             self.result.timing.update_time += time.perf_counter() - start
         r = self.result
         postfix: dict[str, Any] = {"env_step": r.env_step, "grad": r.gradient_step}
         postfix.update({k: f"{v:.3f}" for k, v in self._last_train.items()})
-        postfix.update({k: f"{v:.3f}" for k, v in losses.items() if k.startswith("loss")})
+        postfix.update(self._loss_postfix())
         return stats.n_collected_steps, postfix
 
 
@@ -111,13 +110,13 @@ class OnPolicyTrainer(OnlineTrainer):
             raise ValueError(f"repeat_per_collect must be >= 1, got {repeat_per_collect}")
         self.repeat_per_collect = repeat_per_collect
 
-    def _update(self, stats: CollectStats) -> dict[str, float]:
+    def _update(self, stats: CollectStats) -> None:
         out = self.algorithm.update(
             self.train_collector.buffer, self.batch_size, repeat=self.repeat_per_collect
         )
         self.result.gradient_step += 1
         self.train_collector.reset_buffer(keep_statistics=True)
-        return self._log_update(out)
+        self._log_update(out)
 
 
 class OffPolicyTrainer(OnlineTrainer):
@@ -134,16 +133,14 @@ class OffPolicyTrainer(OnlineTrainer):
             raise ValueError(f"update_per_step must be > 0, got {update_per_step}")
         self.update_per_step = update_per_step
 
-    def _update(self, stats: CollectStats) -> dict[str, float]:
+    def _update(self, stats: CollectStats) -> None:
         n = round(self.update_per_step * stats.n_collected_steps)
         if n < 1:
             raise ValueError(
                 f"update_per_step={self.update_per_step} x {stats.n_collected_steps} collected "
                 "steps rounds to zero gradient steps"
             )
-        smoothed: dict[str, float] = {}
         for _ in range(n):
             out = self.algorithm.update(self.train_collector.buffer, self.batch_size)
             self.result.gradient_step += 1
-            smoothed = self._log_update(out)
-        return smoothed
+            self._log_update(out)

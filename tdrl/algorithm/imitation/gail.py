@@ -35,6 +35,7 @@ from torch import nn
 
 from tdrl.algorithm.base import OptimizerFactory, Stage, require_at_least
 from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
+from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
 
 __all__ = ["GAIL"]
@@ -166,7 +167,7 @@ class GAIL(PPO):
         batch["rew"] = self.disc_reward(batch).to(device=rew.device, dtype=torch.float32)
         return super().preprocess(batch, buffer, indices)
 
-    def update_discriminator(self, batch: TensorDictBase) -> dict[str, float]:
+    def update_discriminator(self, batch: TensorDictBase) -> UpdateStats:
         """``disc_update_num`` discriminator steps on shuffled chunks of ``batch``; the means
         of ``loss_disc``, ``acc_pi`` and ``acc_exp``."""
         n = batch.shape[0]
@@ -179,17 +180,14 @@ class GAIL(PPO):
             gs.step(terms[keys[0]])
             for k, v in terms.items():
                 logged.setdefault(k, []).append(v.detach())
-        return {k: float(torch.stack(v).float().mean()) for k, v in logged.items()}
+        return UpdateStats(
+            ((k, torch.stack(v).float().mean()) for k, v in logged.items()), derive_loss=False
+        )
 
-    def _update_with_batch(
-        self, batch: Batch, batch_size: int | None, repeat: int
-    ) -> dict[str, float]:
-        """The discriminator's steps, then PPO's epochs."""
+    def _update_with_batch(self, batch: Batch, batch_size: int | None, repeat: int) -> UpdateStats:
+        """The discriminator's steps, then PPO's epochs (``loss`` sums both's terms)."""
         disc = self.update_discriminator(batch)
-        stats = super()._update_with_batch(batch, batch_size, repeat)
-        stats.update(disc)
-        stats["loss"] = sum(v for k, v in stats.items() if k.startswith("loss_"))
-        return stats
+        return super()._update_with_batch(batch, batch_size, repeat).merge(disc)
 
     # -- TorchRL's path -----------------------------------------------------------------
     def prepare(self, td: TensorDictBase) -> TensorDictBase:

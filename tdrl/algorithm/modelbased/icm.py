@@ -31,7 +31,7 @@ the wrapped algorithm's ``loss_*`` terms at that reward and the ICM terms
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,8 +40,9 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import Algorithm, OptimizerFactory, _floats, require_unit
+from tdrl.algorithm.base import Algorithm, OptimizerFactory, require_unit
 from tdrl.algorithm.returns import compute_nstep_return
+from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
 from tdrl.utils.net import MLP
 
@@ -239,18 +240,17 @@ class ICM(Algorithm):
         batch["rew"] = batch["rew_extrinsic"]
         del batch["rew_extrinsic"]
 
-    def _update_with_batch(
-        self, batch: Batch, batch_size: int | None, repeat: int
-    ) -> dict[str, float]:
-        """The wrapped algorithm's update on the batch, then one ICM step on all of it."""
+    def _update_with_batch(self, batch: Batch, batch_size: int | None, repeat: int) -> UpdateStats:
+        """The wrapped algorithm's update on the batch, then one ICM step on all of it
+        (``loss`` sums both's terms)."""
         stats = self.wrapped._update_with_batch(batch, batch_size, repeat)
-        icm = _floats(self._run_stages(batch))
-        icm.pop("loss", None)
-        stats.update(icm)
-        stats["loss"] = sum(v for k, v in stats.items() if k.startswith("loss_"))
-        return stats
+        if not isinstance(stats, UpdateStats):
+            stats = UpdateStats((k, v) for k, v in stats.items() if k != "loss")
+        return stats.merge(UpdateStats(self._run_stages(batch)))
 
-    def update(self, buffer: Any, batch_size: int | None, repeat: int = 1) -> dict[str, float]:
+    def update(
+        self, buffer: Any, batch_size: int | None, repeat: int = 1
+    ) -> MutableMapping[str, float]:
         """See :meth:`Algorithm.update`; the wrapped algorithm's schedulers and counters
         advance as if it had been updated itself."""
         w = self.wrapped

@@ -175,7 +175,7 @@ class DiscreteSAC(OffPolicyActorCritic):
         """``sum_a pi(a|s') min_j Q'_j(s', a) + alpha H(pi(.|s'))``."""
         dist = self.policy.probs(obs_next)
         q = torch.min(*self.q_values(obs_next, target=True))
-        return (dist.probs * q).sum(-1) + self.alpha * dist.entropy()
+        return (dist.probs * q).sum(-1) + self.alpha_now() * dist.entropy()
 
     def actor_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
         """``loss_actor = -mean(alpha H + sum_a pi min_j Q_j)`` (critics without gradient),
@@ -184,6 +184,6 @@ class DiscreteSAC(OffPolicyActorCritic):
         dist = self.policy.probs(obs)
         entropy = dist.entropy()
         q = torch.min(*self.q_values(obs, detach=True))
-        alpha = self.alpha
+        alpha = self.alpha_now()
         loss = -(alpha * entropy + (dist.probs * q).sum(-1)).mean()
         return {"loss_actor": loss, **self.temperature_terms(entropy, alpha)}

@@ -28,7 +28,7 @@ Tianshou 2.0.1 takes it at ``s_{t+1}``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import torch
@@ -171,7 +171,7 @@ class Rainbow(C51):
 
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int
-    ) -> dict[str, float]:
+    ) -> MutableMapping[str, float]:
         """New noise, then the target sync and C51's gradient step."""
         self.resample_noise()
         return super()._update_with_batch(batch, batch_size, repeat)

@@ -139,7 +139,7 @@ class REDQ(OffPolicyActorCritic):
         qs = self.q_values(obs_next, act, target=True)
         subset = torch.stack([qs[j] for j in self.draw_subset().tolist()])
         q = subset.min(0).values if self.target_mode == "min" else subset.mean(0)
-        return q - self.alpha * log_prob
+        return q - self.alpha_now() * log_prob
 
     def critic_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
         """``loss_qvalue = mean(w mean_j (Q_j(s, a) - y)^2)``: the base's ensemble loss
@@ -153,6 +153,6 @@ class REDQ(OffPolicyActorCritic):
         obs = self.obs_of(td)
         act, log_prob, _, _ = self.policy.sample(obs)
         q = torch.stack(self.q_values(obs, act, detach=True)).mean(0)
-        alpha = self.alpha
+        alpha = self.alpha_now()
         loss = (alpha * log_prob - q).mean()
         return {"loss_actor": loss, **self.temperature_terms(-log_prob, alpha)}

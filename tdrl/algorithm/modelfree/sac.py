@@ -158,7 +158,7 @@ class SAC(OffPolicyActorCritic):
         """``min_j Q'_j(s', a') - alpha log pi(a'|s')`` with ``a' ~ pi(s')``."""
         act, log_prob, _, _ = self.policy.sample(obs_next)
         q = torch.min(*self.q_values(obs_next, act, target=True))
-        return q - self.alpha * log_prob
+        return q - self.alpha_now() * log_prob
 
     def actor_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
         """``loss_actor = mean(alpha log pi - min_j Q_j)`` for fresh actions at ``obs``,
@@ -166,6 +166,6 @@ class SAC(OffPolicyActorCritic):
         obs = self.obs_of(td)
         act, log_prob, _, _ = self.policy.sample(obs)
         q = torch.min(*self.q_values(obs, act, detach=True))
-        alpha = self.alpha
+        alpha = self.alpha_now()
         loss = (alpha * log_prob - q).mean()
         return {"loss_actor": loss, **self.temperature_terms(-log_prob, alpha)}
