@@ -3,7 +3,9 @@
 * CartPole-v1 x 8, in-process, random actions: raw gymnasium ``SyncVectorEnv`` loop (no
   storage at all), tdrl ``Collector(DummyVectorEnv)`` into a ``VectorReplayBuffer``,
   Tianshou's ``Collector(DummyVectorEnv)`` into its ``VectorReplayBuffer``.
-* The same with a small MLP policy (64x64) instead of random actions.
+* The same with a small MLP policy (64x64) instead of random actions, against a raw loop
+  that calls the same MLP; then tdrl's time per vector step split into the policy call,
+  the env step, the buffer add and the collector's own bookkeeping.
 * Hopper-v5 x 8 in shared-memory subprocesses (when mujoco is installed).
 * The cost of tdrl's NaN/inf check at the env boundary: ``Collector(check_finite=True)``
   (the default) against ``check_finite=False``, CartPole-v1 x 8 random actions, the two
@@ -32,21 +34,75 @@ def _steps_per_s(fn: Callable[[], int], repeat: int = 3) -> float:
     return best
 
 
-def raw_gymnasium(task: str, n_steps: int) -> float:
+def raw_gymnasium(task: str, n_steps: int, net: torch.nn.Module | None = None) -> float:
+    """Steps/s of a bare loop over gymnasium's ``SyncVectorEnv``: random actions, or (with
+    ``net``) the same MLP the collectors call, on the same observations."""
     envs = gym.vector.SyncVectorEnv(
         [lambda: gym.make(task) for _ in range(N_ENVS)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
-    envs.reset(seed=0)
+    obs, _ = envs.reset(seed=0)
     envs.action_space.seed(0)
 
     def run() -> int:
+        nonlocal obs
         for _ in range(n_steps // N_ENVS):
-            envs.step(envs.action_space.sample())
+            if net is None:
+                act = envs.action_space.sample()
+            else:
+                with torch.inference_mode():
+                    act = net(torch.as_tensor(obs, dtype=torch.float32)).argmax(-1).numpy()
+            obs = envs.step(act)[0]
         return n_steps // N_ENVS * N_ENVS
 
     out = _steps_per_s(run)
     envs.close()
+    return out
+
+
+class _Timer:
+    """Wraps a callable and sums the seconds spent in it."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn, self.seconds = fn, 0.0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+def overhead_split(task: str, n_steps: int) -> dict[str, float]:
+    """tdrl's collector with the MLP policy, its time per vector step (us) split into the
+    policy call, the env step, the buffer add and the rest (bookkeeping: batching,
+    episode counters, the NaN check, resets)."""
+    from tdrl.data.buffer import VectorReplayBuffer
+    from tdrl.data.collector import Collector
+    from tdrl.env import DummyVectorEnv
+
+    envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(N_ENVS)])
+    pol = _TdrlMLP(4, 2)
+    c = Collector(pol, envs, VectorReplayBuffer(100_000, N_ENVS))
+    c.reset(seed=0)
+    c.collect(n_step=n_steps)  # warm
+    timers = {
+        "policy": _Timer(pol.forward),
+        "env": _Timer(envs.step),
+        "buffer": _Timer(c.buffer.add),
+    }
+    pol.forward = timers["policy"]  # type: ignore[method-assign]
+    envs.step = timers["env"]  # type: ignore[method-assign]
+    c.buffer.add = timers["buffer"]  # type: ignore[method-assign]
+    start = time.perf_counter()
+    steps = c.collect(n_step=n_steps).n_collected_steps
+    total = time.perf_counter() - start
+    envs.close()
+    vsteps = steps / N_ENVS
+    out = {k: t.seconds / vsteps * 1e6 for k, t in timers.items()}
+    out["bookkeeping"] = total / vsteps * 1e6 - sum(out.values())
+    out["total"] = total / vsteps * 1e6
     return out
 
 
@@ -150,17 +206,34 @@ def main() -> None:
     torch.set_num_threads(1)
     n = 20_000
     raw = raw_gymnasium("CartPole-v1", n)
+    tdrl_random = tdrl_collector("CartPole-v1", n, policy=False)
     _report(
         "CartPole-v1 x8 in-process, random",
-        tdrl_collector("CartPole-v1", n, policy=False),
+        tdrl_random,
         tianshou_collector("CartPole-v1", n, policy=False),
         raw,
     )
+    share = tdrl_random / raw
+    print(
+        f"{'  tdrl / raw loop, random actions':<40} {share:5.0%}   goal >= 75% "
+        f"{'met' if share >= 0.75 else 'NOT met'}",
+        flush=True,
+    )
+    torch.manual_seed(0)
+    raw_mlp = raw_gymnasium("CartPole-v1", n, _TdrlMLP(4, 2).net)
+    tdrl_mlp = tdrl_collector("CartPole-v1", n, policy=True)
     _report(
         "CartPole-v1 x8 in-process, MLP policy",
-        tdrl_collector("CartPole-v1", n, policy=True),
+        tdrl_mlp,
         tianshou_collector("CartPole-v1", n, policy=True),
-        None,
+        raw_mlp,
+    )
+    print(f"{'  tdrl / raw loop, same MLP policy':<40} {tdrl_mlp / raw_mlp:5.0%}", flush=True)
+    split = overhead_split("CartPole-v1", n)
+    print(
+        f"{'  tdrl per vector step (us), MLP policy':<40} "
+        + "   ".join(f"{k} {v:5.1f}" for k, v in split.items()),
+        flush=True,
     )
     on, off = check_finite_cost("CartPole-v1", n)
     cost_us = (1 / on - 1 / off) * 1e6 * N_ENVS

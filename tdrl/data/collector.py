@@ -343,9 +343,11 @@ class Collector:
         if state is not None and not all_envs:
             state = tree_index(state, torch.as_tensor(env_ids))
         with torch.inference_mode():
-            batch = Batch({"obs": tree_to_torch(obs)}, batch_size=[len(env_ids)])
-            if info:
-                batch["info"] = Batch(tree_to_torch(info), batch_size=[len(env_ids)])
+            n = len(env_ids)
+            data: dict[str, Any] = {"obs": tree_to_torch(obs)}
+            if info:  # one nested Batch built with the outer one (cheaper than a set)
+                data["info"] = Batch(tree_to_torch(info), batch_size=[n])
+            batch = Batch(data, batch_size=[n])
             result = self.policy(batch, state)
             act = result["act"]
             if self.exploration_noise:
