@@ -145,6 +145,7 @@ RUN_KEYS = (
     "icm",
     "ray_collectors",
     "compile",
+    "buffer_device",
 )
 """The keys of ``config.yaml`` that are not preset fields."""
 

@@ -265,3 +265,39 @@ def test_resuming_with_another_network_exits_2_and_changes_nothing(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "checkpoint.pt: expected the weights of this run" in err[0]
     assert {p.name: p.read_bytes() for p in run.iterdir()} == files
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--device", "gpu0", "expected a torch device"),
+        ("--buffer-device", "gpu0", "expected a torch device"),
+        ("--device", "cuda:7", "expected"),
+        ("--buffer-device", "cuda", "expected"),
+    ],
+)
+def test_a_device_this_machine_lacks_exits_2_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, expected: str
+) -> None:
+    if value.startswith("cuda") and torch.cuda.is_available() and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has the device")
+    logdir = tmp_path / "r"
+    argv = ["train", "dqn", "CartPole-v1", *QUICK, "--logdir", str(logdir), flag, value]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{flag}: {expected}") and repr(value) in err[0]
+    assert not logdir.exists()
+
+
+def test_buffer_device_is_recorded_and_used(tmp_path: Path) -> None:
+    """``--buffer-device cpu`` (the default, the only device here) reaches the replay
+    buffer and ``config.yaml``."""
+    from tdrl.launch import ExperimentConfig, build_experiment
+
+    cfg = ExperimentConfig(
+        "dqn", "CartPole-v1", epochs=1, step_per_epoch=100, log_dir=str(tmp_path),
+        show_progress=False, plot=False, buffer_device="cpu",
+    )  # fmt: skip
+    exp = build_experiment(cfg)
+    assert exp.trainer.train_collector.buffer._tdrl_config["device"] == "cpu"
+    assert "buffer_device: cpu" in (exp.run_dir / "config.yaml").read_text()

@@ -1015,6 +1015,7 @@ class Algorithm(LossModule):
         *,
         fullgraph: bool = False,
         dynamic: bool | None = None,
+        compile_optimizer: bool | None = None,
     ) -> Algorithm:
         """Run the update (loss stages + optimizer steps) through ``torch.compile``.
 
@@ -1023,7 +1024,14 @@ class Algorithm(LossModule):
         """
         from tdrl.algorithm.compile import compile_algorithm
 
-        return compile_algorithm(self, mode, backend, fullgraph=fullgraph, dynamic=dynamic)
+        return compile_algorithm(
+            self,
+            mode,
+            backend,
+            fullgraph=fullgraph,
+            dynamic=dynamic,
+            compile_optimizer=compile_optimizer,
+        )
 
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int

@@ -74,11 +74,15 @@ def _ppo() -> tuple[Algorithm, Any, int]:
 FAMILIES = {"dqn": _dqn, "sac": _sac, "ppo": _ppo}
 
 
-def _same_updates(make: Callable[[], tuple[Algorithm, Any, int]], backend: str) -> None:
+def _same_updates(
+    make: Callable[[], tuple[Algorithm, Any, int]], backend: str, optimizer: bool | None = None
+) -> None:
     # two independent builds (same seed): a deepcopy would cut the target networks' sharing
     eager, buf, batch_size = make()
     compiled, buf_c, _ = make()
-    compiled.compile(backend=backend)
+    compiled.compile(backend=backend, compile_optimizer=optimizer)
+    compiled_steps = ["step" in gs.__dict__ for gs in compiled._grad_steps]
+    assert all(compiled_steps) if optimizer else not any(compiled_steps)  # CPU default: eager
     assert is_compiled(compiled) and not is_compiled(eager)
     for step in range(3):
         torch.manual_seed(step)
@@ -95,6 +99,12 @@ def _same_updates(make: Callable[[], tuple[Algorithm, Any, int]], backend: str) 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_compiled_update_matches_eager(family: str) -> None:
     _same_updates(FAMILIES[family], "aot_eager")
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_compiled_optimizer_step_matches_eager(family: str) -> None:
+    """``compile_optimizer=True`` (the CUDA default) also compiles clipping + step."""
+    _same_updates(FAMILIES[family], "aot_eager", optimizer=True)
 
 
 @pytest.mark.slow
@@ -157,6 +167,7 @@ def test_uncompile_and_recompile() -> None:
         "backend": "aot_eager",
         "fullgraph": False,
         "dynamic": True,
+        "compile_optimizer": None,
     }
     alg.compile(backend="eager")  # compiling again replaces the options
     assert compile_options(alg)["backend"] == "eager"
