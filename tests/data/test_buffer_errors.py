@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from tdrl.data.buffer import ReplayBuffer, VectorReplayBuffer
 
@@ -167,3 +168,31 @@ def test_nested_input_checked_after_fast_path() -> None:
     # a key that is missing now is zero-filled in the written rows
     buf.add(vstep(obs={"x": np.ones((2, 3), np.float32)}))
     assert buf.info.id[buf.last_index].tolist() == [0, 0]
+
+
+def test_batch_with_empty_info_fast_path_then_other_layouts() -> None:
+    """A ``Batch`` with ``info={}`` takes the cached TensorDict path; a later ``info`` with
+    keys, or a non-empty ``policy``, leaves it for the checked path and stores the same
+    rows a dict input does."""
+    from tdrl.data.batch import Batch
+
+    rng = np.random.default_rng(0)
+    steps = [
+        vstep(obs=rng.normal(size=(2, 3)).astype(np.float32), rew=rng.normal(size=2))
+        for _ in range(5)
+    ]
+    extra = [{}, {}, {"id": np.arange(2)}, {}, {}]
+    ours, ref = VectorReplayBuffer(10, 2), VectorReplayBuffer(10, 2)
+    for i, (step, info) in enumerate(zip(steps, extra)):
+        ours.add(Batch(info=info, **step))
+        ref.add({**step, "info": info} if info else step)
+        if i == 1:  # the second add took the cached path, ``info`` seen as empty
+            assert ours._fast_plan is not None and ours._fast_plan.td_empty == ("info",)
+    for key in ("obs", "rew", "info.id"):
+        a = ours[np.arange(10)].get(tuple(key.split(".")))
+        b = ref[np.arange(10)].get(tuple(key.split(".")))
+        assert torch.equal(a, b), key
+    before = _snapshot(ours)
+    with pytest.raises(ValueError, match=r"obs: expected per-transition shape \(3,\)"):
+        ours.add(Batch(info={}, **vstep(obs=np.zeros((2, 4), np.float32))))
+    assert _snapshot(ours) == before

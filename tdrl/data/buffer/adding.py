@@ -50,20 +50,37 @@ def _extract(struct: tuple, data: Any, out: list) -> bool:
     return True
 
 
-def _flat_td_arrays(entries: dict[str, Any], flat: tuple[str, ...]) -> list[Any] | None:
+def _flat_td_arrays(entries: dict[str, Any], plan: _FastPlan) -> list[Any] | None:
     """The CPU tensors of a flat TensorDict's entries as numpy arrays, when their keys are
-    ``flat`` once empty nested TensorDicts (``info={}``, ``policy={}``) are left out."""
-    if tuple(entries) != flat:
-        names = []
-        for name, value in entries.items():
-            if type(value) is torch.Tensor:
-                names.append(name)
-            elif not (isinstance(value, TensorDict) and not value._tensordict):
+    ``plan.flat`` once empty nested TensorDicts (``info={}``, ``policy={}``) are left out.
+
+    The key layout with the empty entries is remembered in ``plan`` (``td_keys``,
+    ``td_empty``), so a repeat only checks that those entries are still empty.
+    """
+    flat = plan.flat
+    keys = tuple(entries)
+    if keys != flat:
+        if keys != plan.td_keys:
+            names, empty = [], []
+            for name, value in entries.items():
+                if type(value) is torch.Tensor:
+                    names.append(name)
+                elif isinstance(value, TensorDict) and not value._tensordict:
+                    empty.append(name)
+                else:
+                    return None
+            if tuple(names) != flat:
                 return None
-        if tuple(names) != flat:
-            return None
+            plan.td_keys, plan.td_empty = keys, tuple(empty)
+        for name in plan.td_empty:
+            value = entries[name]
+            if (
+                not (type(value) is plan.td_type or isinstance(value, TensorDict))
+                or value._tensordict  # type: ignore[union-attr]
+            ):
+                return None
     try:
-        return [entries[name].numpy() for name in flat]
+        return [entries[name].numpy() for name in flat]  # type: ignore[union-attr]
     except (RuntimeError, TypeError, AttributeError):  # grad, device, non-tensor
         return None
 
@@ -82,6 +99,9 @@ class _FastPlan:
         "specs",
         "stacked",
         "struct",
+        "td_empty",
+        "td_keys",
+        "td_type",
         "term",
         "trunc",
     )
@@ -91,6 +111,9 @@ class _FastPlan:
         self.cols3: list[np.ndarray | None] = []
         self.specs: list[tuple[tuple[int, ...], np.dtype]] = []
         self.flat: tuple[str, ...] | None = None
+        self.td_keys: tuple[str, ...] | None = None  # a TensorDict input's keys, empties too
+        self.td_empty: tuple[str, ...] = ()
+        self.td_type: type | None = None  # the TensorDict class of the last input
         self.struct: tuple | None = None
         self.keys: tuple[Key, ...] = ()
         self.k = self.layout = self.rew = self.term = self.trunc = 0
@@ -174,8 +197,9 @@ class AddMixin:
             if type(batch) is dict:
                 if tuple(batch) == plan.flat:
                     arrs = list(batch.values())
-            elif isinstance(batch, TensorDict):
-                arrs = _flat_td_arrays(batch._tensordict, plan.flat)
+            elif type(batch) is plan.td_type or isinstance(batch, TensorDict):
+                arrs = _flat_td_arrays(batch._tensordict, plan)  # type: ignore[union-attr]
+                plan.td_type = type(batch)  # the next isinstance is a type identity
         elif plan is not None and plan.struct is not None and type(batch) is dict:
             arrs = []
             if not _extract(plan.struct, batch, arrs):

@@ -17,6 +17,7 @@ divided by the batch maximum, which equals ``(p_i / min_{j in batch} p_j) ** -be
 from __future__ import annotations
 
 import json
+import math
 import numbers
 import os
 from typing import Any
@@ -197,7 +198,7 @@ class PrioritizedSampler(Sampler):
         if not p.all():
             p = np.where(p > 0, p, self._max_prio**self._alpha)
         lo = p.min() if normalize else self._tree.min()
-        if not np.isfinite(lo):
+        if not math.isfinite(lo):  # (a Python-level check: cheaper than np.isfinite)
             lo = p.min()
         p /= lo
         return np.power(p, -self._beta, out=p)
