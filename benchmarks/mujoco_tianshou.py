@@ -439,11 +439,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        train_one(Path(args.one))
+        from tdrl.benchmark.plan import BUSY_EXIT, run_lock
+
+        with run_lock(args.one) as mine:
+            if not mine:  # another sweep process runs it (tdrl.benchmark.plan.run_lock)
+                print(f"{args.one}: another process is running this run; skipped", flush=True)
+                return BUSY_EXIT
+            train_one(Path(args.one))
         return 0
     if args.env_steps is None or args.out is None:
         parser.error("--env-steps and --out are required")
-    from tdrl.benchmark.plan import SPEC_FILE, plan_sweep, read_json, write_json
+    from tdrl.benchmark.plan import BUSY_EXIT, SPEC_FILE, plan_sweep, read_json, write_json
     from tdrl.launch import parse_overrides
 
     specs = plan_sweep(
@@ -467,6 +473,9 @@ def main(argv: list[str] | None = None) -> int:
         with open(d / "stdout.log", "ab") as log:
             cmd = [sys.executable, os.path.abspath(__file__), "--one", str(d)]
             code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        if code == BUSY_EXIT:
+            print(f"{spec.name}: running in another process, skipped", flush=True)
+            return 0
         print(f"{spec.name}: {'done' if code == 0 else f'failed ({code})'}", flush=True)
         return code
 

@@ -12,6 +12,9 @@
 #   SEEDS   seed count: seeds 0..SEEDS-1 (default: 3)
 #   LIBS    which libraries, in this order per row (default: tdrl tianshou). Two sweeps with
 #           LIBS=tdrl and LIBS=tianshou can run at once into the same OUT, one per core.
+#   FROM    start the seed loop at this count (default 1). Any number of sweeps may run into
+#           one OUT at once: a run another process is running is skipped (its run.lock), so
+#           a second sweep with FROM=3 takes the rows' remaining seeds in parallel.
 #   LOGGER  tdrl's logger (default: wandb, offline unless an account is configured)
 #   TITLE   the report's title; PYTHON the interpreter
 #
@@ -31,7 +34,7 @@ TITLE=${TITLE:-MuJoCo benchmark on a 2-core CPU: tdrl vs Tianshou 2.0.1}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 PY=${PYTHON:-python}
 
-for n in $(seq 1 "$SEEDS"); do  # --seeds is a count: n=2 adds seed 1 (seed 0 is done by then)
+for n in $(seq "${FROM:-1}" "$SEEDS"); do  # --seeds is a count: n=2 adds seed 1 (seed 0 is done by then)
     for spec in $STEPS; do
         algo=${spec%%:*}
         steps=${spec##*:}

@@ -26,15 +26,19 @@ their step count.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "BUSY_EXIT",
     "DONE_FILE",
+    "LOCK_FILE",
     "MIN_EVALS",
     "PROGRESS_FILE",
     "SPEC_FILE",
@@ -43,6 +47,7 @@ __all__ = [
     "plan_sweep",
     "read_json",
     "run_dir",
+    "run_lock",
     "write_json",
 ]
 
@@ -51,6 +56,10 @@ MIN_EVALS = 10
 
 SPEC_FILE = "run.json"
 DONE_FILE = "done.json"
+LOCK_FILE = "run.lock"
+"""Held (``flock``) by the process running the run: a second sweep skips the run."""
+BUSY_EXIT = 75
+"""The exit status of a run process that found its run held by another process."""
 PROGRESS_FILE = "progress.json"
 
 
@@ -208,3 +217,40 @@ def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: str | os.PathLike[str]) -> Iterator[bool]:
+    """Hold the run's lock while the block runs; ``False`` if another process holds it.
+
+    The lock is an exclusive ``flock`` on ``RUN_DIR/run.lock``: the kernel releases it when
+    its process exits however it ends, so a killed sweep leaves no stale lock, and two
+    sweeps over one directory (two invocations of the same command, or a second process
+    started to use another core) never run the same run twice. Where ``flock`` is missing
+    (Windows) every run counts as free.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> with run_lock(d) as mine, run_lock(d) as again:
+    ...     mine, again
+    (True, False)
+    """
+    path = Path(run_dir) / LOCK_FILE
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows)
+        yield True
+        return
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tdrl.benchmark.plan import RunSpec
+from tdrl.benchmark.plan import BUSY_EXIT, RunSpec
 
 __all__ = ["SweepResult", "default_workers", "run_sweep"]
 
@@ -43,11 +43,13 @@ def default_workers() -> int:
 
 @dataclass
 class SweepResult:
-    """What a sweep did: runs skipped (already finished), finished now, and failed."""
+    """What a sweep did: runs skipped (already finished), finished now, failed, and busy
+    (held by another process running the same sweep: :func:`~tdrl.benchmark.plan.run_lock`)."""
 
     skipped: list[RunSpec] = field(default_factory=list)
     finished: list[RunSpec] = field(default_factory=list)
     failed: list[tuple[RunSpec, str]] = field(default_factory=list)
+    busy: list[RunSpec] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -123,6 +125,8 @@ def _run_local(
                 del running[name]
                 if code == 0 and spec.finished():
                     result.finished.append(spec)
+                elif code == BUSY_EXIT:
+                    result.busy.append(spec)
                 else:
                     result.failed.append((spec, f"exit status {code}, see {spec.dir / LOG_FILE}"))
             progress.update(

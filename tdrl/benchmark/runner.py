@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from tdrl.benchmark.plan import (
+    BUSY_EXIT,
     DONE_FILE,
     PROGRESS_FILE,
     SPEC_FILE,
     RunSpec,
     epochs_for_budget,
     read_json,
+    run_lock,
     write_json,
 )
 from tdrl.utils.logger.base import BaseLogger
@@ -264,7 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     # the directory given wins over the spec's OUT (a Ray task runs in a copy elsewhere)
     d = Path(dirs[0]).resolve()
     out = d.parents[2] if spec.library == "tdrl" else d.parents[3]
-    run(dataclasses.replace(spec, out=str(out)), keep_checkpoint=keep)
+    with run_lock(d) as mine:
+        if not mine:
+            print(f"{d}: another process is running this run; skipped", flush=True)
+            return BUSY_EXIT
+        run(dataclasses.replace(spec, out=str(out)), keep_checkpoint=keep)
     return 0
 
 

@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"tdrl bench: {len(result.finished)} runs finished, {len(result.skipped)} already "
-        f"done, {len(result.failed)} failed",
+        f"done, {len(result.failed)} failed"
+        + (f", {len(result.busy)} running in another process" if result.busy else ""),
         flush=True,
     )
     for spec, why in result.failed:

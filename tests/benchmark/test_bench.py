@@ -247,3 +247,22 @@ def test_tensorboard_logger_writes_events_beside_the_csv(tmp_path: Path) -> None
     log.log_test_data({"returns_stat": {"mean": -100.0}}, step=20)
     log.finalize()
     assert (d / "test.csv").is_file() and list(d.glob("events.out.tfevents.*"))
+
+
+def test_a_run_held_by_another_process_is_skipped_not_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two sweeps into one directory never run the same run twice (``run.lock``)."""
+    from tdrl.benchmark.plan import run_lock
+
+    out = tmp_path / "bench"
+    d = runner_mod.prepare_run(_spec(out))
+    with run_lock(d) as mine:  # as if another sweep process were running seed 0
+        assert mine
+        assert bench(out, "--seeds", "2", "--logger", "csv", "--workers", "1") == 0
+        text = capsys.readouterr().out
+        assert "1 runs finished, 0 already done, 0 failed, 1 running in another process" in text
+        assert not (d / DONE_FILE).exists()
+        assert (out / "sac" / "Pendulum-v1" / "seed1" / DONE_FILE).exists()
+    assert bench(out, "--seeds", "2", "--logger", "csv", "--workers", "1") == 0  # lock freed
+    assert (d / DONE_FILE).exists()
