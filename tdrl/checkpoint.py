@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tdrl import registry
+from tdrl.cli import RUN_OPTIONS
 from tdrl.errors import CheckpointError, RunDirError
 
 if TYPE_CHECKING:
@@ -133,20 +134,7 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
     return data
 
 
-RUN_KEYS = (
-    "algo",
-    "task",
-    "seed",
-    "device",
-    "logger",
-    "logdir",
-    "checkpoint",
-    "dataset",
-    "icm",
-    "ray_collectors",
-    "compile",
-    "buffer_device",
-)
+RUN_KEYS = ("algo", "task", *RUN_OPTIONS)
 """The keys of ``config.yaml`` that are not preset fields."""
 
 

@@ -301,3 +301,15 @@ def test_buffer_device_is_recorded_and_used(tmp_path: Path) -> None:
     exp = build_experiment(cfg)
     assert exp.trainer.train_collector.buffer._tdrl_config["device"] == "cpu"
     assert "buffer_device: cpu" in (exp.run_dir / "config.yaml").read_text()
+
+
+def test_config_yaml_run_keys_are_the_cli_run_options() -> None:
+    """One list of run options: what ``config.yaml`` records, what ``--config`` reads back
+    as non-preset keys, and the CLI's defaults (a new option missing from one of them made
+    ``--config runs/X/config.yaml`` fail once)."""
+    from tdrl.checkpoint import RUN_KEYS
+    from tdrl.cli import RUN_OPTIONS
+    from tdrl.launch import ExperimentConfig, run_options
+
+    recorded = set(run_options(ExperimentConfig("dqn", "CartPole-v1")))
+    assert recorded == set(RUN_KEYS) == {"algo", "task", *RUN_OPTIONS}
