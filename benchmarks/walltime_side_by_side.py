@@ -76,12 +76,13 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     print(f"\n{args.task}, {args.env_steps} env steps per run, {args.rounds} rounds (seeds 0..)")
-    print("| algorithm | tdrl (s) | Tianshou (s) | tdrl / Tianshou |")
-    print("|---|---|---|---|")
+    print("| algorithm | tdrl (s) | Tianshou (s) | tdrl / Tianshou | goal <= 0.5 |")
+    print("|---|---|---|---|---|")
     for algo in args.algos.split(","):
         a = statistics.mean(walls[(algo, "tdrl")])
         b = statistics.mean(walls[(algo, "tianshou")])
-        print(f"| {algo} | {a:.1f} | {b:.1f} | {a / b:.2f}x |")
+        met = "met" if a / b <= 0.5 else "NOT met"
+        print(f"| {algo} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {met} |")
     print(f"runs in {out}")
     return 0
 
