@@ -208,6 +208,12 @@ def _add_run_flags(parser: argparse.ArgumentParser, defaults: bool = True) -> No
         "max-autotune, max-autotune-no-cudagraphs); compiled before the first epoch",
     )
     parser.add_argument(
+        "--cudagraphs",
+        action="store_true",
+        default=d(False),
+        help="compile the update with CUDA graphs (--compile reduce-overhead); needs --device cuda",
+    )
+    parser.add_argument(
         "--ray-collectors",
         type=int,
         default=d(None),
@@ -709,6 +715,8 @@ def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> dict[s
         elif key in RUN_OPTIONS:
             options[key] = value
     check_run_options(seed=options["seed"], logger=options["logger"])
+    if getattr(args, "cudagraphs", False):
+        options["compile"] = _cudagraphs_mode(options)
     try:
         registry.preset(algo, task, **fields)
     except registry.PresetError as exc:
@@ -733,6 +741,29 @@ def _train(words: list[str], rest: list[str], pre: argparse.Namespace) -> dict[s
         buffer_device=str(options["buffer_device"]),
         compile=options["compile"],
     )
+
+
+def _cudagraphs_mode(options: dict[str, Any]) -> str:
+    """``--cudagraphs``: the compile mode it stands for, or a :class:`UsageError`.
+
+    >>> _cudagraphs_mode({"device": "cuda", "compile": None})
+    'reduce-overhead'
+    >>> _cudagraphs_mode({"device": "cpu", "compile": None})
+    Traceback (most recent call last):
+    ...
+    tdrl.errors.UsageError: --cudagraphs: expected --device cuda (CUDA graphs need a GPU), got 'cpu'
+    """
+    device = str(options["device"])
+    if not device.startswith("cuda"):
+        raise UsageError(
+            f"--cudagraphs: expected --device cuda (CUDA graphs need a GPU), got {device!r}"
+        )
+    if options["compile"] not in (None, "reduce-overhead"):
+        raise UsageError(
+            "--cudagraphs: expected no --compile MODE or --compile reduce-overhead, got "
+            f"--compile {options['compile']}"
+        )
+    return "reduce-overhead"
 
 
 def _seed_value(text: Any) -> Any:

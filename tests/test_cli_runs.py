@@ -313,3 +313,16 @@ def test_config_yaml_run_keys_are_the_cli_run_options() -> None:
 
     recorded = set(run_options(ExperimentConfig("dqn", "CartPole-v1")))
     assert recorded == set(RUN_KEYS) == {"algo", "task", *RUN_OPTIONS}
+
+
+def test_cudagraphs_without_a_gpu_device_exits_2_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logdir = tmp_path / "r"
+    argv = ["train", "dqn", "CartPole-v1", *QUICK, "--logdir", str(logdir), "--cudagraphs"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["--cudagraphs: expected --device cuda (CUDA graphs need a GPU), got 'cpu'"]
+    assert main([*argv, "--device", "cuda", "--compile", "max-autotune"]) == 2
+    assert "--cudagraphs: expected no --compile MODE" in capsys.readouterr().err
+    assert not logdir.exists()
