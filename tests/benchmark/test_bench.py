@@ -227,7 +227,14 @@ def test_a_sweep_stopped_by_a_signal_resumes(tmp_path: Path) -> None:
     argv += ["Pendulum-v1", "--seeds", "1", "--env-steps", "8000", "--out", str(out)]
     argv += ["--logger", "csv", "--workers", "1", "--no-progress", *TINY]
     run = out / "sac" / "Pendulum-v1" / "seed0"
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        # a pytest-xdist worker ignores SIGINT, and an ignored signal stays ignored in its
+        # children: give the sweep the default disposition a terminal's Ctrl-C meets
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 240
     while time.time() < deadline and (read_json(run / PROGRESS_FILE) or {}).get("epoch", 0) < 2:
         time.sleep(0.2)
