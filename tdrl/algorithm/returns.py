@@ -427,9 +427,7 @@ def compute_nstep_return(
     out = tq * _to_device(disc, dev)[:, None] + _to_device(ret, dev)[:, None]
     batch["returns"] = out.to(target_q.dtype)
     if "weight" in batch:
-        weight = batch["weight"]
-        weight = weight if isinstance(weight, torch.Tensor) else torch.as_tensor(_np(weight))
-        batch["weight"] = weight.to(device=dev, dtype=target_q.dtype)
+        batch["weight"] = torch.as_tensor(batch["weight"]).to(device=dev, dtype=target_q.dtype)
     return batch
 
 
