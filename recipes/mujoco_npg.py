@@ -24,7 +24,7 @@ from tdrl.algorithm.modelfree.npg import NPG
 from tdrl.algorithm.policy_gradient import ActorPolicy
 from tdrl.cli import parse_recipe_args, summary_line
 from tdrl.data import Collector, VectorReplayBuffer
-from tdrl.launch import NormObsDummyVectorEnv
+from tdrl.env import NormObsDummyVectorEnv
 from tdrl.trainer import OnPolicyTrainer
 from tdrl.utils.logger import make_logger
 from tdrl.utils.net import GaussianActor, VCritic

@@ -60,6 +60,7 @@ from tdrl.cli import LOGGERS, add_train_arguments, check_run_options, summary_li
 from tdrl.data.buffer import VectorReplayBuffer
 from tdrl.data.collector import Collector
 from tdrl.env import DummyVectorEnv
+from tdrl.env.normobs import NormObsDummyVectorEnv
 from tdrl.errors import RunDirError, UsageError
 from tdrl.registry import Preset
 from tdrl.trainer import (
@@ -75,7 +76,6 @@ from tdrl.utils.logger import (
     truncate_csv_logs,
 )
 from tdrl.utils.logger import make_logger as _make_logger
-from tdrl.utils.normalize import VectorEnvNormObs
 
 __all__ = [
     "CURVE_KEY",
@@ -173,20 +173,6 @@ def make_logger(kind: str, run_dir: Path, config: dict[str, Any]) -> BaseLogger:
     """A logger of the given kind writing into ``run_dir`` (W&B: offline unless asked):
     :func:`tdrl.utils.logger.make_logger`, the run's CSV files beside any other kind."""
     return _make_logger(kind, run_dir, config)
-
-
-class NormObsDummyVectorEnv(VectorEnvNormObs, DummyVectorEnv):
-    """A :class:`~tdrl.env.DummyVectorEnv` whose observations are normalized by a running
-    mean/std (:class:`~tdrl.utils.normalize.VectorEnvNormObs`): what the launcher makes for
-    a preset with ``obs_norm`` on (the test envs share the training envs' ``obs_rms``,
-    with ``update_obs_rms=False``).
-
-    >>> import gymnasium as gym
-    >>> envs = NormObsDummyVectorEnv([lambda: gym.make("Pendulum-v1")] * 3)
-    >>> obs, _ = envs.reset(seed=0)
-    >>> int(envs.obs_rms.count), bool(abs(obs.mean(0)).max() < 1e-5)
-    (3, True)
-    """
 
 
 def warmup_steps(preset: Preset, explicit: bool = False) -> int:

@@ -51,6 +51,10 @@ def __getattr__(name: str) -> object:
         from tdrl.env.torchrl_env import TorchRLVectorEnv
 
         return TorchRLVectorEnv
+    if name == "NormObsDummyVectorEnv":  # imports torch (the running statistics)
+        from tdrl.env.normobs import NormObsDummyVectorEnv
+
+        return NormObsDummyVectorEnv
     if name == "RayVectorEnv":
         from tdrl.env.ray_env import RayVectorEnv
 
@@ -68,6 +72,7 @@ __all__ = [
     "EnvPoolVectorEnv",
     "GymVectorEnvAdapter",
     "NChainEnv",
+    "NormObsDummyVectorEnv",
     "PettingZooEnv",
     "PettingZooParallelEnv",
     "RayVectorEnv",
