@@ -1,7 +1,7 @@
 """tdrl: Tianshou's building blocks rebuilt on TorchRL and TensorDict.
 
 Every name below is imported on first access (module ``__getattr__``), so ``import tdrl``,
-``tdrl.registry`` and the command line's ``--help`` and argument errors do not load torch.
+``tdrl.presets`` and the command line's ``--help`` and argument errors do not load torch.
 
 >>> import tdrl
 >>> alg = tdrl.make_algorithm("ppo", "CartPole-v1")
@@ -20,13 +20,13 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     # presets and experiments
-    "make_algorithm": "tdrl.algorithm.presets",
-    "preset": "tdrl.registry",
-    "task_family": "tdrl.registry",
-    "PresetError": "tdrl.registry",
-    "ExperimentConfig": "tdrl.launch",
-    "run_experiment": "tdrl.launch",
-    "load_policy": "tdrl.checkpoint",
+    "make_algorithm": "tdrl.presets",
+    "preset": "tdrl.presets",
+    "task_family": "tdrl.presets",
+    "PresetError": "tdrl.errors",
+    "ExperimentConfig": "tdrl.experiment",
+    "run_experiment": "tdrl.experiment",
+    "load_policy": "tdrl.experiment",
     # data
     "Batch": "tdrl.data",
     "ReplayBuffer": "tdrl.data",
@@ -57,7 +57,9 @@ _SUBMODULES = (
     "data",
     "env",
     "errors",
+    "experiment",
     "launch",
+    "presets",
     "registry",
     "trainer",
     "utils",
@@ -93,8 +95,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tdrl.algorithm import DQN, PPO, SAC, Algorithm, Policy
-    from tdrl.algorithm.presets import make_algorithm
-    from tdrl.checkpoint import load_policy
     from tdrl.data import (
         AsyncCollector,
         Batch,
@@ -105,8 +105,9 @@ if TYPE_CHECKING:
         VectorReplayBuffer,
     )
     from tdrl.env import DummyVectorEnv, ShmemVectorEnv, SubprocVectorEnv
-    from tdrl.launch import ExperimentConfig, run_experiment
-    from tdrl.registry import PresetError, preset, task_family
+    from tdrl.errors import PresetError
+    from tdrl.experiment import ExperimentConfig, load_policy, run_experiment
+    from tdrl.presets import make_algorithm, preset, task_family
     from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer
 
 

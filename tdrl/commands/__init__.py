@@ -1,2 +1,3 @@
-"""The ``tdrl`` subcommands beside ``train`` (see :data:`tdrl.cli.COMMANDS`): one module
-each with ``main(argv) -> exit status``, imported only when its command runs."""
+"""Compatibility alias: the subcommands now live in :mod:`tdrl.cli` (``tdrl.cli.eval``,
+``tdrl.cli.gather``, ``tdrl.cli.bench``, ``tdrl.cli.report``, ``tdrl.cli.plot``). Nothing in
+the library imports this package."""

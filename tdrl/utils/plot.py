@@ -11,7 +11,7 @@ its group's logged steps, inside its own range only (a run that stopped early co
 its last point; nothing is cut to the shortest run). Axes and legend are in words ("test
 return", "env steps", "dqn on CartPole-v1 (5 runs)").
 
-Command line (``tdrl plot ...`` calls :func:`plot_main`)::
+Command line (``tdrl plot ...``: :func:`tdrl.cli.plot.main`)::
 
     tdrl plot runs/ --out curves.png                          # every run under runs/
     tdrl plot runs/dqn-CartPole-v1-seed* runs/ppo-CartPole-v1-seed* --out compare.png
@@ -20,11 +20,9 @@ Command line (``tdrl plot ...`` calls :func:`plot_main`)::
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -201,15 +199,18 @@ def mean_std(
     return grid, ys.mean(axis=0), ys.std(axis=0)
 
 
-def _x_words(run: Path, key: str) -> str:
+OfflineTest = Callable[[str, str], bool]
+"""``is_offline(algo, task)``: whether a run of ``algo`` on ``task`` logs its tests at
+gradient steps (an offline algorithm's), for the x axis's words."""
+
+
+def _x_words(run: Path, key: str, is_offline: OfflineTest | None = None) -> str:
     """The x axis of ``key`` in words: the CSV's step column (offline runs: their tests are
     logged at gradient steps)."""
     ident = _identity(run)
-    if ident is not None and key.startswith("test/"):
+    if ident is not None and is_offline is not None and key.startswith("test/"):
         try:
-            from tdrl import registry
-
-            if registry.entry(*ident).trainer == "offline":
+            if is_offline(*ident):
                 return "gradient steps"
         except Exception:  # an algorithm this install lacks
             pass
@@ -227,6 +228,7 @@ def plot_runs(
     key: str = DEFAULT_KEY,
     out: str | os.PathLike[str] = "curve.png",
     title: str | None = None,
+    is_offline: OfflineTest | None = None,
 ) -> Path:
     """Draw one mean ± std band of ``key`` per algorithm and task; save a PNG to ``out``.
 
@@ -234,6 +236,8 @@ def plot_runs(
     :param key: the logged key, e.g. ``"test/returns_stat/mean"``.
     :param out: the PNG path.
     :param title: the figure title (default: the key in words).
+    :param is_offline: tells which runs log their tests at gradient steps (offline
+        algorithms), for the x axis's words; the command line passes the registry's.
     :return: the path written.
     """
     import matplotlib
@@ -253,7 +257,7 @@ def plot_runs(
         curves = [c for c in curves if len(c[0])]
         if not curves:
             continue
-        x_words = _x_words(runs[0], key)
+        x_words = _x_words(runs[0], key, is_offline)
         steps, mean, std, _ = align(curves)
         n = len(curves)
         (line,) = ax.plot(steps, mean, label=f"{label} ({n} run{'s' if n > 1 else ''})")
@@ -271,28 +275,3 @@ def plot_runs(
     fig.savefig(out_path, format="png", dpi=120)
     plt.close(fig)
     return out_path
-
-
-def plot_main(argv: list[str] | None = None) -> int:
-    """The ``tdrl plot`` subcommand: parse ``argv``, draw, return an exit status (0 = ok)."""
-    parser = argparse.ArgumentParser(
-        prog="tdrl plot",
-        description="Plot learning curves: one mean ± std band per algorithm and task, over "
-        "the seeds found (CSV logs or TensorBoard event files).",
-    )
-    parser.add_argument("run_dirs", nargs="+", help="run directories, or directories of runs")
-    parser.add_argument("--key", default=DEFAULT_KEY, help=f"logged key (default {DEFAULT_KEY})")
-    parser.add_argument("--out", default="curve.png", help="output PNG (default curve.png)")
-    parser.add_argument("--title", default=None, help="figure title (default: the key in words)")
-    args = parser.parse_args(argv)
-    try:
-        path = plot_runs(args.run_dirs, key=args.key, out=args.out, title=args.title)
-    except (FileNotFoundError, KeyError, ValueError) as exc:
-        print(f"tdrl plot: error: {str(exc).strip(chr(34) + chr(39))}", file=sys.stderr)
-        return 2
-    print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(plot_main())

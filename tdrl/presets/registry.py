@@ -1,11 +1,12 @@
-"""Presets keyed by algorithm and task family: plain data, no torch, no gymnasium at import.
+"""The preset registry: plain data, no torch, no gymnasium at import.
 
 A *preset* is a frozen dataclass of hyperparameters and data-collection/trainer settings,
-one class per algorithm (:class:`DQNPreset`, :class:`PPOPreset`, :class:`SACPreset`). The
-registry maps ``(algorithm, family)`` to an :class:`Entry`: a preset plus how to use it, the
-builder as a dotted path (imported only when an algorithm is built), the trainer kind and
-whether the collectors add exploration noise. Tasks map to families by name
-(:func:`task_family`): ``classic`` (classic control, Box2D, toy text), ``mujoco``, ``atari``.
+one class per algorithm (e.g. :class:`tdrl.presets.dqn.DQNPreset`,
+:class:`tdrl.presets.ppo.PPOPreset`, :class:`tdrl.presets.sac.SACPreset`). The registry
+maps ``(algorithm, family)`` to an :class:`Entry`: a preset plus how to use it, the builder
+as a dotted path (imported only when an algorithm is built), the trainer kind and whether
+the collectors add exploration noise. Tasks map to families by name (:func:`task_family`):
+``classic`` (classic control, Box2D, toy text), ``mujoco``, ``atari``.
 
 >>> task_family("CartPole-v1"), task_family("Hopper-v5"), task_family("ALE/Pong-v5")
 ('classic', 'mujoco', 'atari')
@@ -15,7 +16,7 @@ whether the collectors add exploration noise. Tasks map to families by name
 >>> p.replace(lr=-1.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: dqn preset field 'lr': expected a float > 0, got -1.0
+tdrl.errors.PresetError: dqn preset field 'lr': expected a float > 0, got -1.0
 
 Every field is checked when a preset is created or overridden (``replace``,
 ``dataclasses.replace`` or :func:`preset` overrides): an unknown field, a wrong type or a
@@ -23,13 +24,14 @@ value out of range is a :class:`PresetError` (a ``ValueError``) naming the field
 expected and what was given.
 
 Adding an algorithm: a module in the :mod:`tdrl.presets` package (imported by the first
-lookup here, so nothing else needs editing) defines its preset class (a
+lookup here, so nothing else needs editing; :data:`INFRASTRUCTURE` lists the package's
+modules that hold no presets) defines its preset class (a
 ``@dataclass(frozen=True)`` subclass of :class:`Preset` with ``algo = "name"``; field names
 listed in ``_RULES`` get their range checks for free, other fields their type check), a
 builder ``build(preset, observation_space, action_space)`` that imports torch only when
 called, and one :func:`register` call per task family it has been tuned for. Adding a family
-preset for an existing algorithm is one :func:`register` call. DQN, PPO and SAC are
-registered below, with builders in :mod:`tdrl.algorithm.presets`.
+preset for an existing algorithm is one :func:`register` call (:mod:`tdrl.presets.dqn` is
+the smallest example).
 
 Stop thresholds (:func:`task_threshold`): :data:`STOP_THRESHOLDS` wins, then the threshold a
 preset was registered with for its own task, then gymnasium's ``reward_threshold`` (looked up
@@ -51,16 +53,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
+from tdrl.errors import PresetError
+
 __all__ = [
     "FAMILIES",
+    "INFRASTRUCTURE",
     "MAX_ENVS",
     "STOP_THRESHOLDS",
-    "DQNPreset",
     "Entry",
-    "PPOPreset",
     "Preset",
     "PresetError",
-    "SACPreset",
     "algorithms",
     "check_dataset",
     "default_task",
@@ -127,18 +129,6 @@ _ENTRY_POINT_FAMILY = (
 
 
 _P = TypeVar("_P", bound="Preset")
-
-
-class PresetError(ValueError):
-    """A preset that does not exist, a bad preset field, or spaces an algorithm cannot use.
-
-    :param field: the preset field the error is about (``None`` if it is about no single
-        field); the command line maps it to the flag the user gave.
-    """
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def _base_name(task: str) -> str:
@@ -357,100 +347,6 @@ class Preset:
         return entry(self.algo, self.task).builder_fn()(self, observation_space, action_space)
 
 
-# ----------------------------------------------------------------------------- presets
-@dataclass(frozen=True)
-class DQNPreset(Preset):
-    """DQN hyperparameters and trainer settings (defaults: CartPole-v1).
-
-    Warm up with ``collect(n_step=warmup_steps, random=True)``; collect with
-    ``exploration_noise=True`` for both the training and the test collector (the policy
-    uses ``eps_train`` inside training steps and ``eps_test`` outside).
-    """
-
-    algo: ClassVar[str] = "dqn"
-
-    task: str = "CartPole-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (128, 128, 128)
-    dueling: bool = False
-    lr: float = 1e-3
-    gamma: float = 0.9
-    n_step: int = 3
-    target_update_freq: int = 320
-    eps_train: float = 0.1
-    eps_test: float = 0.05
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 100
-    warmup_steps: int = 640
-    max_epochs: int = 10
-    step_per_epoch: int = 10_000
-    step_per_collect: int = 10
-    update_per_step: float = 0.1
-    batch_size: int = 64
-
-
-@dataclass(frozen=True)
-class PPOPreset(Preset):
-    """PPO hyperparameters and trainer settings (defaults: CartPole-v1)."""
-
-    algo: ClassVar[str] = "ppo"
-
-    task: str = "CartPole-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    lr: float = 3e-4
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    eps_clip: float = 0.2
-    vf_coef: float = 0.5
-    ent_coef: float = 0.0
-    max_grad_norm: float = 0.5
-    advantage_normalization: bool = False
-    value_clip: bool = False
-    return_scaling: bool = False
-    deterministic_eval: bool = True
-    buffer_size: int = 20_000
-    training_num: int = 20
-    test_num: int = 100
-    max_epochs: int = 10
-    step_per_epoch: int = 50_000
-    step_per_collect: int = 2000
-    repeat_per_collect: int = 10
-    batch_size: int = 64
-
-
-@dataclass(frozen=True)
-class SACPreset(Preset):
-    """SAC hyperparameters and trainer settings (defaults: Pendulum-v1).
-
-    Warm up with ``collect(n_step=warmup_steps, random=True)``.
-    """
-
-    algo: ClassVar[str] = "sac"
-
-    task: str = "Pendulum-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (128, 128)
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
-    gamma: float = 0.99
-    tau: float = 0.005
-    auto_alpha: bool = True
-    alpha: float = 0.2
-    alpha_lr: float = 3e-4
-    n_step: int = 1
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 10
-    warmup_steps: int = 1000
-    max_epochs: int = 20
-    step_per_epoch: int = 1000
-    step_per_collect: int = 10
-    update_per_step: float = 1.0
-    batch_size: int = 128
-
-
 # ---------------------------------------------------------------------------- registry
 Trainer = Literal["onpolicy", "offpolicy", "offline"]
 ActionSpace = Literal["discrete", "continuous", "any"]
@@ -578,6 +474,10 @@ def register(
     return e
 
 
+INFRASTRUCTURE: frozenset[str] = frozenset({"registry", "make", "_fields"})
+"""Modules of :mod:`tdrl.presets` that hold no presets: :func:`algorithms` and friends do
+not import them (``make`` imports torch)."""
+
 _DISCOVERED = False
 
 
@@ -594,7 +494,8 @@ def _discover() -> None:
     import tdrl.presets as pkg
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        importlib.import_module(f"tdrl.presets.{info.name}")
+        if info.name not in INFRASTRUCTURE:
+            importlib.import_module(f"tdrl.presets.{info.name}")
 
 
 def algorithms() -> list[str]:
@@ -645,7 +546,7 @@ def preset(algo: str, task: str | None = None, **overrides: Any) -> Preset:
     >>> preset("sac", "Pendulum-v1", batch_size=0)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: sac preset field 'batch_size': expected an int > 0, got 0
+    tdrl.errors.PresetError: sac preset field 'batch_size': expected an int > 0, got 0
     """
     task = task or default_task(algo)
     e = entry(algo, task)
@@ -661,7 +562,7 @@ def check_dataset(algo: str, spec: Entry, given: bool) -> None:
     >>> check_dataset("dqn", entry("dqn", "CartPole-v1"), given=True)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: --dataset: dqn trains online and takes no dataset
+    tdrl.errors.PresetError: --dataset: dqn trains online and takes no dataset
     """
     if spec.needs_dataset and not given:
         raise PresetError(
@@ -708,6 +609,7 @@ def field_kinds(cls: type[Preset]) -> dict[str, tuple[str, bool]]:
     ``"int"``, ``"float"``, ``"str"``, ``"tuple"``; ``optional`` if ``None`` is allowed.
     What the command line builds its flags from (``--hidden-sizes 64 64``).
 
+    >>> from tdrl.presets.dqn import DQNPreset
     >>> field_kinds(DQNPreset)["hidden_sizes"], field_kinds(DQNPreset)["threshold"]
     (('tuple', False), ('float', True))
     """
@@ -727,38 +629,9 @@ def field_kinds(cls: type[Preset]) -> dict[str, tuple[str, bool]]:
 def field_text(cls: type[Preset], name: str) -> str:
     """What a field of ``cls`` expects, as in its error messages ("an int > 0").
 
+    >>> from tdrl.presets.dqn import DQNPreset
     >>> field_text(DQNPreset, "lr"), field_text(DQNPreset, "training_num")
     ('a float > 0', 'an int in [1, 1024]')
     """
     text, _, rule = _schema(cls)[name]
     return f"{text} {rule[0]}" if rule is not None else text
-
-
-_PRESETS = "tdrl.algorithm.presets"
-register(
-    "dqn",
-    "classic",
-    DQNPreset(),
-    builder=f"{_PRESETS}:build_dqn",
-    trainer="offpolicy",
-    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
-    action_space="discrete",
-)
-register(
-    "ppo",
-    "classic",
-    PPOPreset(),
-    builder=f"{_PRESETS}:build_ppo",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="any",
-)
-register(
-    "sac",
-    "classic",
-    SACPreset(),
-    builder=f"{_PRESETS}:build_sac",
-    trainer="offpolicy",
-    exploration_noise=False,
-    action_space="continuous",
-)
