@@ -19,10 +19,11 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch
+from common import train_and_evaluate
 
 from tdrl.algorithm.base import AdamOptimizerFactory
 from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
-from tdrl.cli import LOGGERS, summary_line
+from tdrl.cli import LOGGERS
 from tdrl.data import Collector, VectorReplayBuffer
 from tdrl.env import DummyVectorEnv
 from tdrl.env.atari import wrap_deepmind
@@ -125,19 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         logger=make_logger(p.logger, log_dir),
         show_progress=not p.no_progress,
     )
-    start = time.perf_counter()
-    result = trainer.run()
-
-    # final evaluation of the trained policy, then the summary line `tdrl train` prints
-    policy.is_within_training_step = False
-    policy.eval()
-    test_collector.reset()
-    final = test_collector.collect(n_episode=p.test_num).returns_stat
-    assert final is not None
-    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
-    train_envs.close()
-    test_envs.close()
-    print(summary_line(ALGO, p.task, result, time.perf_counter() - start, log_dir))
+    train_and_evaluate(ALGO, p.task, trainer, log_dir, train_envs, test_envs)
 
 
 if __name__ == "__main__":

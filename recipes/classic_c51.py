@@ -10,19 +10,12 @@ distribution. The defaults are tdrl's registry preset (``tdrl train c51 CartPole
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
-import gymnasium as gym
 import numpy as np
-import torch
+from common import make_envs, seed_everything, train_off_policy
 
 from tdrl.algorithm.modelfree.c51 import C51, C51Policy
-from tdrl.cli import parse_recipe_args, summary_line
-from tdrl.data import Collector, VectorReplayBuffer
-from tdrl.env import DummyVectorEnv
-from tdrl.trainer import OffPolicyTrainer
-from tdrl.utils.logger import make_logger
+from tdrl.cli import parse_recipe_args
+from tdrl.data import VectorReplayBuffer
 from tdrl.utils.net_distributional import DistributionalQNet
 
 ALGO, TASK = "c51", "CartPole-v1"
@@ -30,13 +23,10 @@ ALGO, TASK = "c51", "CartPole-v1"
 
 def main(argv: list[str] | None = None) -> None:
     args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(1)  # small networks: one thread is fastest
+    seed_everything(args.seed)
 
     # environments: training envs explore, test envs measure the policy
-    train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
-    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    train_envs, test_envs = make_envs(p)
     obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
     d = int(np.prod(obs_space.shape))
 
@@ -63,45 +53,8 @@ def main(argv: list[str] | None = None) -> None:
 
     # replay buffer and collectors; a random warm-up fills the buffer first
     buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
-    train_collector = Collector(policy, train_envs, buffer, exploration_noise=True)
-    test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)  # tests only count returns
-    test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=True)
-    train_collector.reset(seed=args.seed)
-    test_collector.reset(seed=args.seed + 100_000)
-    # (at most half the run's steps: a short run still trains on its own data)
-    warmup = min(p.warmup_steps, max(p.step_per_epoch, p.max_epochs * p.step_per_epoch // 2))
-    train_collector.collect(n_step=warmup, random=True)
 
-    # logger and trainer: test after every epoch, stop at the task's threshold
-    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
-    trainer = OffPolicyTrainer(
-        algorithm,
-        train_collector,
-        test_collector=test_collector,
-        max_epochs=p.max_epochs,
-        step_per_epoch=p.step_per_epoch,
-        step_per_collect=p.step_per_collect,
-        update_per_step=p.update_per_step,
-        batch_size=p.batch_size,
-        episode_per_test=p.test_num,
-        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
-        test_in_train=p.threshold is not None,
-        logger=make_logger(args.logger, log_dir),
-        show_progress=not args.no_progress,
-    )
-    start = time.perf_counter()
-    result = trainer.run()
-
-    # final evaluation of the trained policy, then the summary line `tdrl train` prints
-    policy.is_within_training_step = False
-    policy.eval()
-    test_collector.reset()
-    final = test_collector.collect(n_episode=p.test_num).returns_stat
-    assert final is not None
-    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
-    train_envs.close()
-    test_envs.close()
-    print(summary_line(ALGO, p.task, result, time.perf_counter() - start, log_dir))
+    train_off_policy(ALGO, args, p, algorithm, buffer, (train_envs, test_envs), noise=True)
 
 
 if __name__ == "__main__":

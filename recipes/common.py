@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ import torch
 
 from tdrl.cli import summary_line
 from tdrl.data import Collector, VectorReplayBuffer
-from tdrl.env import DummyVectorEnv
+from tdrl.data.datasets import check_spaces, load_dataset
+from tdrl.env import DummyVectorEnv, NormObsDummyVectorEnv
+from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer
 from tdrl.utils.logger import make_logger
 
 
@@ -32,39 +35,32 @@ def seed_everything(seed: int) -> None:
     torch.set_num_threads(1)
 
 
-def make_envs(p: Any, **make_kwargs: Any) -> tuple[DummyVectorEnv, DummyVectorEnv]:
+def make_envs(p: Any, normalize_obs: bool = False) -> tuple[Any, Any]:
     """``p.training_num`` envs of ``p.task`` that explore and ``p.test_num`` that measure the
-    policy (``gym.make(p.task, **make_kwargs)`` each)."""
-    train_envs = DummyVectorEnv([lambda: gym.make(p.task, **make_kwargs)] * p.training_num)
-    test_envs = DummyVectorEnv([lambda: gym.make(p.task, **make_kwargs)] * p.test_num)
-    return train_envs, test_envs
+    policy. ``normalize_obs``: observations normalized by a running mean/std of the training
+    envs' observations (Tianshou's ``VectorEnvNormObs``), which the test envs share frozen."""
+    if not normalize_obs:
+        train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
+        return train_envs, DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    train = NormObsDummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
+    test = NormObsDummyVectorEnv(
+        [lambda: gym.make(p.task)] * p.test_num, obs_rms=train.obs_rms, update_obs_rms=False
+    )
+    return train, test
 
 
 def make_collectors(
-    policy: Any,
-    train_envs: Any,
-    test_envs: Any,
-    buffer: Any,
-    seed: int,
-    exploration_noise: bool = False,
+    policy: Any, train_envs: Any, test_envs: Any, buffer: Any, seed: int, noise: bool = False
 ) -> tuple[Collector, Collector]:
     """A training collector that fills ``buffer`` and a test collector that only counts
-    returns (a buffer of two episodes per env), reset with ``seed`` and ``seed + 100_000``."""
-    train_collector = Collector(policy, train_envs, buffer, exploration_noise=exploration_noise)
+    returns (a buffer of two episodes per env), reset with ``seed`` and ``seed + 100_000``;
+    ``noise``: both add the policy's exploration noise."""
+    train_collector = Collector(policy, train_envs, buffer, exploration_noise=noise)
     test_buffer = VectorReplayBuffer(2 * len(test_envs), len(test_envs))
-    test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=exploration_noise)
+    test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=noise)
     train_collector.reset(seed=seed)
     test_collector.reset(seed=seed + 100_000)
     return train_collector, test_collector
-
-
-def make_test_collector(policy: Any, test_envs: Any, seed: int) -> Collector:
-    """The test collector of an offline recipe (no training envs: the trainer samples the
-    dataset), reset with ``seed + 100_000``."""
-    test_buffer = VectorReplayBuffer(2 * len(test_envs), len(test_envs))
-    test_collector = Collector(policy, test_envs, test_buffer)
-    test_collector.reset(seed=seed + 100_000)
-    return test_collector
 
 
 def warm_up(train_collector: Collector, p: Any) -> None:
@@ -121,3 +117,92 @@ def train_and_evaluate(
         env.close()
     print(summary_line(algo, task, result, time.perf_counter() - start, log_dir, offline=offline))
     return result
+
+
+# ------------------------------------------------------------------ the three training loops
+def train_off_policy(
+    algo: str,
+    args: argparse.Namespace,
+    p: Any,
+    algorithm: Any,
+    buffer: Any,
+    envs: tuple[Any, Any],
+    noise: bool = False,
+    train_fn: Callable[[int, int], None] | None = None,
+) -> Any:
+    """Off-policy training, as ``tdrl train`` runs it: collectors over ``envs`` (training,
+    test) into ``buffer`` (``noise``: with the policy's exploration noise), a random
+    warm-up, then epochs of ``p.step_per_collect`` env steps each followed by
+    ``p.update_per_step`` gradient steps per env step (``train_fn(epoch, env_step)`` before
+    each collect), a test after every epoch; the final evaluation and summary line."""
+    train_envs, test_envs = envs
+    policy = algorithm.policy
+    train_collector, test_collector = make_collectors(
+        policy, train_envs, test_envs, buffer, args.seed, noise
+    )
+    warm_up(train_collector, p)
+    log_dir = run_dir(args, algo, p.task)
+    trainer = OffPolicyTrainer(
+        algorithm,
+        train_collector,
+        test_collector=test_collector,
+        step_per_collect=p.step_per_collect,
+        update_per_step=p.update_per_step,
+        train_fn=train_fn,
+        **trainer_options(args, p, log_dir),
+    )
+    return train_and_evaluate(algo, p.task, trainer, log_dir, train_envs, test_envs)
+
+
+def train_on_policy(
+    algo: str, args: argparse.Namespace, p: Any, algorithm: Any, envs: tuple[Any, Any]
+) -> Any:
+    """On-policy training, as ``tdrl train`` runs it: collectors over ``envs`` (training,
+    test) into a buffer that holds one rollout, emptied after each update; epochs of
+    collects of ``p.step_per_collect`` env steps, each followed by ``p.repeat_per_collect``
+    passes over it; a test after every epoch; the final evaluation and summary line."""
+    train_envs, test_envs = envs
+    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
+    train_collector, test_collector = make_collectors(
+        algorithm.policy, train_envs, test_envs, buffer, args.seed
+    )
+    log_dir = run_dir(args, algo, p.task)
+    trainer = OnPolicyTrainer(
+        algorithm,
+        train_collector,
+        test_collector=test_collector,
+        step_per_collect=p.step_per_collect,
+        repeat_per_collect=p.repeat_per_collect,
+        **trainer_options(args, p, log_dir),
+    )
+    return train_and_evaluate(algo, p.task, trainer, log_dir, train_envs, test_envs)
+
+
+def load_offline(args: argparse.Namespace, p: Any) -> tuple[Any, Any, gym.Space, gym.Space]:
+    """The dataset at ``--dataset`` (a ReplayBuffer of transitions), ``p.test_num`` test
+    envs of ``p.task`` to measure the policy in, and their observation and action spaces
+    (a one-line error if the dataset does not fit them)."""
+    dataset = load_dataset(args.dataset)
+    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    obs_space, act_space = test_envs.observation_space[0], test_envs.action_space[0]
+    check_spaces(dataset, obs_space, act_space)
+    return dataset, test_envs, obs_space, act_space
+
+
+def train_offline(
+    algo: str, args: argparse.Namespace, p: Any, algorithm: Any, dataset: Any, test_envs: Any
+) -> Any:
+    """Offline training, as ``tdrl train`` runs it: no training envs, epochs of
+    ``p.step_per_epoch`` gradient steps on batches of ``dataset``, a test in ``test_envs``
+    after every epoch; the final evaluation and summary line (counting gradient steps)."""
+    test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)
+    test_collector = Collector(algorithm.policy, test_envs, test_buffer)
+    test_collector.reset(seed=args.seed + 100_000)
+    log_dir = run_dir(args, algo, p.task)
+    trainer = OfflineTrainer(
+        algorithm,
+        dataset,
+        test_collector=test_collector,
+        **trainer_options(args, p, log_dir, online=False),
+    )
+    return train_and_evaluate(algo, p.task, trainer, log_dir, test_envs, offline=True)

@@ -14,20 +14,11 @@ train cql Pendulum-v1 --dataset FILE`` trains the same thing).
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
-import gymnasium as gym
 import numpy as np
-import torch
+from common import load_offline, seed_everything, train_offline
 
 from tdrl.algorithm.imitation.cql import CQL, AutoAlpha, SACPolicy
-from tdrl.cli import parse_recipe_args, summary_line
-from tdrl.data import Collector, VectorReplayBuffer
-from tdrl.data.datasets import check_spaces, load_dataset
-from tdrl.env import DummyVectorEnv
-from tdrl.trainer import OfflineTrainer
-from tdrl.utils.logger import make_logger
+from tdrl.cli import parse_recipe_args
 from tdrl.utils.net import GaussianActor, QCritic
 
 ALGO, TASK = "cql", "Pendulum-v1"
@@ -35,15 +26,11 @@ ALGO, TASK = "cql", "Pendulum-v1"
 
 def main(argv: list[str] | None = None) -> None:
     args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__, dataset=True)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(1)  # small networks: one thread is fastest
+    seed_everything(args.seed)
 
-    # the dataset to learn from, and test envs to measure the policy in
-    dataset = load_dataset(args.dataset)  # a ReplayBuffer of transitions
-    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
-    obs_space, act_space = test_envs.observation_space[0], test_envs.action_space[0]
-    check_spaces(dataset, obs_space, act_space)  # a one-line error if they do not fit
+    # the dataset to learn from (a ReplayBuffer of transitions), test envs to measure the
+    # policy in, and their spaces (a one-line error if the dataset does not fit them)
+    dataset, test_envs, obs_space, act_space = load_offline(args, p)
     d = int(np.prod(obs_space.shape))
 
     # squashed Gaussian actor, twin critics (inside CQL), entropy temperature, algorithm
@@ -76,36 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         calibrated=p.calibrated,
     )
 
-    # no training envs: the trainer samples the dataset; the test collector counts returns
-    test_collector = Collector(policy, test_envs, VectorReplayBuffer(2 * p.test_num, p.test_num))
-    test_collector.reset(seed=args.seed + 100_000)
-
-    # logger and trainer: step_per_epoch gradient steps per epoch, then a test
-    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
-    trainer = OfflineTrainer(
-        algorithm,
-        dataset,
-        test_collector=test_collector,
-        max_epochs=p.max_epochs,
-        step_per_epoch=p.step_per_epoch,
-        batch_size=p.batch_size,
-        episode_per_test=p.test_num,
-        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
-        logger=make_logger(args.logger, log_dir),
-        show_progress=not args.no_progress,
-    )
-    start = time.perf_counter()
-    result = trainer.run()
-
-    # final evaluation of the trained policy, then the summary line `tdrl train` prints
-    policy.is_within_training_step = False
-    policy.eval()
-    test_collector.reset()
-    final = test_collector.collect(n_episode=p.test_num).returns_stat
-    assert final is not None
-    print(f"final evaluation: {final.mean:.1f} ± {final.std:.1f} over {p.test_num} episodes")
-    test_envs.close()
-    print(summary_line(ALGO, p.task, result, time.perf_counter() - start, log_dir, offline=True))
+    train_offline(ALGO, args, p, algorithm, dataset, test_envs)
 
 
 if __name__ == "__main__":

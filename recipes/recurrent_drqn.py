@@ -16,18 +16,16 @@ CartPole-v1``).
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import torch
+from common import make_collectors, make_envs, run_dir, seed_everything, trainer_options, warm_up
 
 from tdrl.algorithm.modelfree.drqn import DRQN, DRQNPolicy
 from tdrl.cli import parse_recipe_args, summary_line
-from tdrl.data import Collector, VectorReplayBuffer
-from tdrl.env import DummyVectorEnv
+from tdrl.data import VectorReplayBuffer
 from tdrl.trainer import OffPolicyTrainer
-from tdrl.utils.logger import make_logger
 from tdrl.utils.net_recurrent import RecurrentQNet
 
 ALGO, TASK = "drqn", "CartPole-v1"
@@ -35,13 +33,10 @@ ALGO, TASK = "drqn", "CartPole-v1"
 
 def main(argv: list[str] | None = None) -> None:
     args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(1)  # small networks: one thread is fastest
+    seed_everything(args.seed)
 
     # environments: training envs explore, test envs measure the policy
-    train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
-    test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    train_envs, test_envs = make_envs(p)
     obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
 
     # embedding -> LSTM -> Q head; forward(obs, state) -> (q, new state)
@@ -62,31 +57,20 @@ def main(argv: list[str] | None = None) -> None:
     # the buffer samples the stack_num latest observations of each sampled step; the
     # collectors carry each env's hidden state; a random warm-up fills the buffer first
     buffer = VectorReplayBuffer(p.buffer_size, p.training_num, stack_num=p.stack_num)
-    train_collector = Collector(policy, train_envs, buffer, exploration_noise=True)
-    test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)  # tests only count returns
-    test_collector = Collector(policy, test_envs, test_buffer, exploration_noise=True)
-    train_collector.reset(seed=args.seed)
-    test_collector.reset(seed=args.seed + 100_000)
-    # (at most half the run's steps: a short run still trains on its own data)
-    warmup = min(p.warmup_steps, max(p.step_per_epoch, p.max_epochs * p.step_per_epoch // 2))
-    train_collector.collect(n_step=warmup, random=True)
+    train_collector, test_collector = make_collectors(
+        policy, train_envs, test_envs, buffer, args.seed, exploration_noise=True
+    )
+    warm_up(train_collector, p)  # random steps, at most half the run's
 
     # logger and trainer: test after every epoch, stop at the task's threshold
-    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    log_dir = run_dir(args, ALGO, p.task)
     trainer = OffPolicyTrainer(
         algorithm,
         train_collector,
         test_collector=test_collector,
-        max_epochs=p.max_epochs,
-        step_per_epoch=p.step_per_epoch,
         step_per_collect=p.step_per_collect,
         update_per_step=p.update_per_step,
-        batch_size=p.batch_size,
-        episode_per_test=p.test_num,
-        stop_fn=None if p.threshold is None else lambda best: best >= p.threshold,
-        test_in_train=p.threshold is not None,
-        logger=make_logger(args.logger, log_dir),
-        show_progress=not args.no_progress,
+        **trainer_options(args, p, log_dir),
     )
     start = time.perf_counter()
     result = trainer.run()

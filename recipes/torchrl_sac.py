@@ -17,11 +17,11 @@ per frame, a test every ``step_per_epoch`` frames.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import torch
+from common import run_dir
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
 from torchrl.envs import GymEnv
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     buffer = TensorDictReplayBuffer(
         storage=LazyTensorStorage(p.buffer_size), batch_size=p.batch_size
     )
-    log_dir = Path(args.logdir) / f"{ALGO}-{p.task}-seed{args.seed}-{time.strftime('%H%M%S')}"
+    log_dir = run_dir(args, ALGO, p.task)
     kwargs = (
         {"wandb_kwargs": {"offline": True, "project": "tdrl"}} if args.logger == "wandb" else {}
     )

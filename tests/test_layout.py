@@ -253,16 +253,39 @@ def test_function_sizes() -> None:
 
 
 def test_the_checks_can_fail(tmp_path: Path) -> None:
-    """The scanner sees an upward import, a deferred one, a relative one and a circle."""
-    known = {"tdrl.data.a": tmp_path / "a.py", "tdrl.trainer.b": tmp_path / "b.py"}
-    known["tdrl.data.a"].write_text(
+    """The scanner sees a deferred upward import, skips ``TYPE_CHECKING`` ones, resolves
+    relative imports, honours only commented deferred imports, and finds a circle."""
+    import pytest
+
+    mp = pytest.MonkeyPatch()
+    root = tmp_path / "tdrl"
+    (root / "data").mkdir(parents=True)
+    (root / "trainer").mkdir()
+    for d in (root, root / "data", root / "trainer"):
+        (d / "__init__.py").write_text("")
+    (root / "data" / "a.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from tdrl.trainer import x\n"
         "def f():\n    from tdrl.trainer.b import y\n"
+        "from . import c\n"
     )
-    found = imports(known["tdrl.data.a"], known)
-    assert found == [("tdrl.trainer.b", 5, True, False)]
-    assert layer("tdrl.trainer.b") > layer("tdrl.data.a")  # type: ignore[operator]
+    (root / "data" / "c.py").write_text(
+        "def g():\n    # deferred: a test of the escape hatch\n    from tdrl.data import a\n"
+    )
+    (root / "trainer" / "b.py").write_text("from tdrl.data.a import f\n")
+    import sys
+
+    mp.setattr(sys.modules[__name__], "ROOT", root)
+    try:
+        known = modules()
+        assert imports(known["tdrl.data.a"], known) == [
+            ("tdrl.trainer.b", 5, True, False),
+            ("tdrl.data.c", 6, False, False),
+        ]
+        assert upward_imports() == ["tdrl.data.a:5 imports tdrl.trainer.b, a layer above it"]
+        assert import_cycles() == [["tdrl.data.a", "tdrl.trainer.b"]]
+    finally:
+        mp.undo()
 
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from tdrl import registry
-from tdrl.algorithm.presets import make_algorithm
+from tdrl.errors import PresetError
 from tdrl.env import DummyVectorEnv
 from tdrl.launch import (
     ExperimentConfig,
@@ -27,9 +26,8 @@ from tdrl.launch import (
     run_experiment,
     warmup_steps,
 )
-from tdrl.presets import mujoco
+from tdrl.presets import make_algorithm, mujoco, registry
 from tdrl.presets.mujoco import linear_lr_decay, lr_decay_updates, mujoco_actor_critic
-from tdrl.registry import PresetError
 from tdrl.trainer.base import BaseTrainer
 from tdrl.utils.normalize import TIANSHOU_EPS
 
@@ -44,7 +42,7 @@ TASK = "Hopper-v5"
 @pytest.fixture
 def spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     """Record what a launcher run builds (algorithm, collectors) and every update's stats."""
-    import tdrl.launch as launch
+    import tdrl.experiment.build as launch  # where a run makes its algorithm and collectors
 
     made: dict[str, list[Any]] = {"algorithms": [], "collectors": [], "updates": []}
     make, collector = launch.make_algorithm, launch.Collector
@@ -462,20 +460,17 @@ def test_an_explicit_warmup_is_not_capped(tmp_path: Path, spy: dict[str, list[An
     assert len(spy["collectors"][0].buffer) == 300 + result.env_step
 
 
-def test_cli_overrides_reach_the_preset() -> None:
-    import argparse
-
-    from tdrl.cli import add_train_arguments
-    from tdrl.launch import config_from_args
-
-    parser = argparse.ArgumentParser()
-    add_train_arguments(parser)  # includes --set FIELD=VALUE
-    args = parser.parse_args(["--set", "warmup_steps=500", "--set", "hidden_sizes=(32,32)"])
-    cfg = config_from_args("td3", TASK, args)
-    assert cfg.overrides == {"warmup_steps": 500, "hidden_sizes": (32, 32)}
-    no_set = argparse.ArgumentParser()
-    add_train_arguments(no_set)
-    assert config_from_args("td3", TASK, no_set.parse_args([])).overrides == {}
+def test_overrides_reach_the_preset() -> None:
+    cfg = ExperimentConfig(
+        algo="td3",
+        task=TASK,
+        epochs=2,
+        overrides={"warmup_steps": 500, "hidden_sizes": (32, 32)},
+    )
+    assert cfg.overrides == {"warmup_steps": 500, "hidden_sizes": (32, 32), "max_epochs": 2}
+    p: Any = cfg.preset()
+    assert (p.warmup_steps, p.hidden_sizes, p.max_epochs) == (500, (32, 32), 2)
+    assert ExperimentConfig(algo="td3", task=TASK).overrides == {}
 
 
 def test_module_exports() -> None:

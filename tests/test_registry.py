@@ -13,8 +13,10 @@ import pytest
 import torch
 
 import tdrl
-from tdrl import registry
-from tdrl.registry import DQNPreset, PresetError, SACPreset
+from tdrl.errors import PresetError
+from tdrl.presets import registry
+from tdrl.presets.dqn import DQNPreset
+from tdrl.presets.sac import SACPreset
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,7 +92,7 @@ OLD_SAC_PENDULUM = {
 
 def test_registry_and_tdrl_import_neither_torch_nor_gymnasium() -> None:
     code = (
-        "import sys, json, tdrl, tdrl.registry as r\n"
+        "import sys, json, tdrl, tdrl.registry, tdrl.presets as r\n"
         "p = r.preset('dqn', 'CartPole-v1', lr=0.01)\n"
         "fam = [r.task_family(t) for t in ('CartPole-v1', 'Hopper-v5', 'ALE/Pong-v5')]\n"
         "e = r.entry('ppo', 'CartPole-v1')\n"
@@ -102,7 +104,7 @@ def test_registry_and_tdrl_import_neither_torch_nor_gymnasium() -> None:
     )
     fam, lr, builder, loaded = json.loads(out.stdout)
     assert fam == ["classic", "mujoco", "atari"]
-    assert lr == 0.01 and builder == "tdrl.algorithm.presets:build_ppo"
+    assert lr == 0.01 and builder == "tdrl.presets.ppo:build"
     assert loaded == []
 
 
@@ -183,17 +185,17 @@ def test_entries_name_builder_trainer_and_exploration_noise() -> None:
                                                          ("ppo", "CartPole-v1"),
                                                          ("sac", "Pendulum-v1")])  # fmt: skip
     assert (dqn.builder, dqn.trainer, dqn.exploration_noise) == (
-        "tdrl.algorithm.presets:build_dqn",
+        "tdrl.presets.dqn:build",
         "offpolicy",
         True,
     )
     assert (ppo.builder, ppo.trainer, ppo.exploration_noise) == (
-        "tdrl.algorithm.presets:build_ppo",
+        "tdrl.presets.ppo:build",
         "onpolicy",
         False,
     )
     assert (sac.builder, sac.trainer, sac.exploration_noise) == (
-        "tdrl.algorithm.presets:build_sac",
+        "tdrl.presets.sac:build",
         "offpolicy",
         False,
     )
@@ -267,7 +269,7 @@ def test_register_a_family_preset(monkeypatch: pytest.MonkeyPatch) -> None:
         "dqn",
         "atari",
         DQNPreset(task="ALE/Pong-v5", lr=1e-4, buffer_size=100_000),
-        builder="tdrl.algorithm.presets:build_dqn",
+        builder="tdrl.presets.dqn:build",
         trainer="offpolicy",
         exploration_noise=True,
         action_space="discrete",
@@ -341,7 +343,8 @@ def test_make_algorithm_rejects_an_action_space_in_one_line(
 def test_launch_builds_through_make_algorithm(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import tdrl.launch as launch
+    import tdrl.experiment.build as launch  # where a run makes its algorithm
+    from tdrl.experiment import ExperimentConfig, run_experiment
 
     built = []
     real = launch.make_algorithm
@@ -352,7 +355,7 @@ def test_launch_builds_through_make_algorithm(
         return alg
 
     monkeypatch.setattr(launch, "make_algorithm", spy)
-    cfg = launch.ExperimentConfig(
+    cfg = ExperimentConfig(
         "ppo",
         "CartPole-v1",
         epochs=1,
@@ -364,18 +367,61 @@ def test_launch_builds_through_make_algorithm(
         show_progress=False,
         plot=False,
     )
-    result, _ = launch.run_experiment(cfg)
+    result, _ = run_experiment(cfg)
     assert [b[0] for b in built] == [("ppo", "CartPole-v1")]
     assert result.gradient_step > 0
 
 
 def test_tdrl_exports_lazily() -> None:
     from tdrl.algorithm.presets import make_algorithm
+    from tdrl.presets.make import make_algorithm as new_home
 
-    assert tdrl.make_algorithm is make_algorithm
+    assert tdrl.make_algorithm is make_algorithm is new_home
     assert tdrl.preset is registry.preset
     assert sorted(tdrl.__all__) == sorted(tdrl._EXPORTS)
     for name in tdrl.__all__:
         assert getattr(tdrl, name) is not None
     with pytest.raises(AttributeError):
         _ = tdrl.nothing_here  # type: ignore[attr-defined]
+
+
+def test_old_import_paths_are_aliases_of_the_new_homes() -> None:
+    import tdrl.algorithm.presets as old_builders
+    import tdrl.presets
+    import tdrl.registry as old_registry
+    from tdrl.presets import dqn, make, ppo, sac
+
+    assert old_registry.PresetError is tdrl.presets.PresetError is PresetError
+    assert old_registry.DQNPreset is DQNPreset and old_registry.SACPreset is SACPreset
+    assert old_registry.PPOPreset is ppo.PPOPreset
+    for name in old_registry.__all__:
+        if hasattr(registry, name):
+            assert getattr(old_registry, name) is getattr(registry, name), name
+    assert old_registry._import is registry._import
+    assert old_registry._REGISTRY is registry._REGISTRY
+    assert (old_builders.build_dqn, old_builders.build_ppo, old_builders.build_sac) == (
+        dqn.build,
+        ppo.build,
+        sac.build,
+    )
+    assert old_builders.check_action_space is make.check_action_space
+    assert old_builders.make_algorithm is tdrl.presets.make_algorithm is make.make_algorithm
+    assert old_builders.DQN_CARTPOLE is old_builders.DQN_CARTPOLE  # one object per name
+    assert isinstance(old_builders.PPO_CARTPOLE, ppo.PPOPreset)
+    assert set(old_builders.__all__) <= set(dir(old_builders)) | set(old_builders._NAMES) | set(
+        old_builders._TUNED
+    )
+    with pytest.raises(AttributeError):
+        _ = old_builders.nothing_here  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = tdrl.presets.nothing_here  # type: ignore[attr-defined]
+
+
+def test_discovery_skips_the_infrastructure_modules() -> None:
+    import pkgutil
+
+    import tdrl.presets
+
+    names = {m.name for m in pkgutil.iter_modules(tdrl.presets.__path__)}
+    assert registry.INFRASTRUCTURE <= names | {"_fields"}
+    assert {"dqn", "ppo", "sac", "mujoco", "atari"} <= names - registry.INFRASTRUCTURE

@@ -68,9 +68,7 @@ def fail(prog: str, message: str) -> NoReturn:
 
 def is_user_error(exc: BaseException) -> bool:
     """Whether ``exc`` is the user's mistake (reported in one line) rather than a bug."""
-    return isinstance(exc, (PresetError, UsageError)) or (
-        type(exc).__module__ == "gymnasium.error"
-    )
+    return isinstance(exc, (PresetError, UsageError)) or (type(exc).__module__ == "gymnasium.error")
 
 
 def seed_type(text: str) -> int:
@@ -100,8 +98,9 @@ _RUN_FLAGS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     ),
     (
         ("--logger",),
-        dict(choices=LOGGERS, help="log backend beside the CSV files every run writes "
-             "(default csv)"),
+        dict(
+            choices=LOGGERS, help="log backend beside the CSV files every run writes (default csv)"
+        ),
     ),
     (("--logdir",), dict(help="where run directories go")),
     (
@@ -331,9 +330,7 @@ def add_preset_flags(parser: argparse.ArgumentParser, preset: registry.Preset) -
         common: dict[str, Any] = dict(dest=f"field__{name}", default=argparse.SUPPRESS, help=text)
         if kind == "bool":
             negs = [f"--no-{f[2:]}" for f in flags]
-            group.add_argument(
-                *flags, *negs, nargs="?", action=_BoolFlag, metavar="BOOL", **common
-            )
+            group.add_argument(*flags, *negs, nargs="?", action=_BoolFlag, metavar="BOOL", **common)
         elif kind == "tuple":
             convert = _value_type("int", False, expected)
             group.add_argument(
@@ -341,9 +338,7 @@ def add_preset_flags(parser: argparse.ArgumentParser, preset: registry.Preset) -
             )
         else:
             convert = _value_type(kind, optional, expected)
-            group.add_argument(
-                *flags, action=_Store, type=convert, metavar=name.upper(), **common
-            )
+            group.add_argument(*flags, action=_Store, type=convert, metavar=name.upper(), **common)
 
 
 def given_fields(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:

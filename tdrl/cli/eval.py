@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tdrl.cli.args import ArgumentParser, is_user_error
-from tdrl.experiment.config import MAX_SEED
 from tdrl.errors import UsageError
+from tdrl.experiment.config import MAX_SEED
 
 __all__ = ["evaluate", "main"]
 
@@ -105,9 +105,9 @@ def evaluate(
     """
     import numpy as np
 
-    from tdrl.experiment.policy import rebuild
     from tdrl.data import Collector, VectorReplayBuffer
     from tdrl.env import DummyVectorEnv
+    from tdrl.experiment.policy import rebuild
 
     policy, cfg, preset, entry = rebuild(run_dir)
     task = cfg["task"]

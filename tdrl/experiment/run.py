@@ -165,5 +165,3 @@ class Experiment:
                 print(f"no learning curve: {exc}", flush=True)
         print(summary, flush=True)  # the last line of every run
         return result
-
-

@@ -1,8 +1,80 @@
-"""Preset modules, one per algorithm: plain data registered with :mod:`tdrl.registry`.
+"""Presets, one module per algorithm, and the registry that finds them (no torch at import).
 
-Each module defines its preset dataclass (a :class:`tdrl.registry.Preset` subclass), a
+Each preset module defines its preset dataclass (a :class:`Preset` subclass), a
 ``build(preset, observation_space, action_space)`` function that imports torch and tdrl's
-algorithm modules only when called, and :func:`tdrl.registry.register` calls, one per task
-family it is tuned for. :mod:`tdrl.registry` imports every module here on first lookup, so
-adding an algorithm's presets needs no edit elsewhere.
+algorithm modules only when called, and :func:`register` calls, one per task family it is
+tuned for. :mod:`tdrl.presets.registry` imports every module here on first lookup (all but
+its :data:`~tdrl.presets.registry.INFRASTRUCTURE`), so adding an algorithm's presets needs
+no edit elsewhere. :func:`make_algorithm` and :func:`check_action_space`
+(:mod:`tdrl.presets.make`, which imports torch) load on first access.
+
+>>> import tdrl.presets as presets
+>>> presets.preset("dqn", "CartPole-v1").lr, presets.entry("dqn", "CartPole-v1").builder
+(0.001, 'tdrl.presets.dqn:build')
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tdrl.errors import PresetError
+from tdrl.presets.registry import (
+    FAMILIES,
+    INFRASTRUCTURE,
+    MAX_ENVS,
+    STOP_THRESHOLDS,
+    Entry,
+    Preset,
+    algorithms,
+    check_dataset,
+    default_task,
+    entry,
+    families,
+    field_kinds,
+    field_text,
+    preset,
+    register,
+    run_name,
+    stop_threshold,
+    task_family,
+    task_threshold,
+)
+
+if TYPE_CHECKING:
+    from tdrl.presets.make import check_action_space, make_algorithm
+
+__all__ = [
+    "FAMILIES",
+    "INFRASTRUCTURE",
+    "MAX_ENVS",
+    "STOP_THRESHOLDS",
+    "Entry",
+    "Preset",
+    "PresetError",
+    "algorithms",
+    "check_action_space",
+    "check_dataset",
+    "default_task",
+    "entry",
+    "families",
+    "field_kinds",
+    "field_text",
+    "make_algorithm",
+    "preset",
+    "register",
+    "run_name",
+    "stop_threshold",
+    "task_family",
+    "task_threshold",
+]
+
+_LAZY = {"make_algorithm", "check_action_space"}
+
+
+def __getattr__(name: str) -> Any:
+    """``make_algorithm`` and ``check_action_space`` from :mod:`tdrl.presets.make` (torch)."""
+    if name in _LAZY:
+        from tdrl.presets import make
+
+        return getattr(make, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

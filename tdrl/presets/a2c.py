@@ -11,14 +11,14 @@ unfinished episodes, 4 minibatches of 128 per collect, Adam 2e-3, gamma 0.99, GA
 0.95, gradient norm 0.5, ``(64, 64)`` ReLU networks; 10 of 10 seeds reached 195 after
 17k-37k env steps.
 
->>> from tdrl import registry
+>>> from tdrl.presets import registry
 >>> p = registry.preset("a2c", "CartPole-v1")
 >>> p.gamma, p.threshold, registry.entry("a2c", "CartPole-v1").trainer
 (0.99, 195.0, 'onpolicy')
 >>> p.replace(vf_coef=-1.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: a2c preset field 'vf_coef': expected a float >= 0, got -1.0
+tdrl.errors.PresetError: a2c preset field 'vf_coef': expected a float >= 0, got -1.0
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from collections.abc import Callable  # noqa: F401  (resolves the base Preset's 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.registry import Preset, PresetError, register
+from tdrl.errors import PresetError
+from tdrl.presets.registry import Preset, register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.a2c import A2C

@@ -39,7 +39,7 @@ What a launcher should do with the fields beyond the network and the algorithm:
 >>> p.replace(eps_decay_steps=0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: dqn preset field 'eps_decay_steps': expected an int >= 1, got 0
+tdrl.errors.PresetError: dqn preset field 'eps_decay_steps': expected an int >= 1, got 0
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, PresetError, register
+from tdrl.errors import PresetError
+from tdrl.presets.registry import Preset, register
 
 __all__ = [
     "AtariC51Preset",
@@ -139,7 +140,7 @@ class AtariC51Preset(AtariPreset):
     >>> AtariC51Preset(v_min=1.0, v_max=1.0)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: c51 preset field 'v_max': expected a float > v_min = 1.0, got 1.0
+    tdrl.errors.PresetError: c51 preset field 'v_max': expected a float > v_min = 1.0, got 1.0
     """
 
     algo: ClassVar[str] = "c51"

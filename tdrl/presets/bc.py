@@ -20,7 +20,7 @@ task (-250, 195) still stops a run early when a test reaches it.
 >>> p.replace(output="scores")
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: bc preset field 'output': expected a str in ('logits', 'probs'), \
+tdrl.errors.PresetError: bc preset field 'output': expected a str in ('logits', 'probs'), \
 got 'scores'
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["BCPreset", "build"]
 

@@ -18,7 +18,7 @@ own threshold for its task wins over the task's online one (-250).
 >>> p.replace(lmbda=1.5)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: bcq preset field 'lmbda': expected a float in [0, 1], got 1.5
+tdrl.errors.PresetError: bcq preset field 'lmbda': expected a float in [0, 1], got 1.5
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["BCQPreset", "build"]
 
@@ -44,7 +44,7 @@ class BCQPreset(Preset):
     >>> BCQPreset().replace(num_sampled_action=0)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: bcq preset field 'num_sampled_action': expected an int >= 1, got 0
+    tdrl.errors.PresetError: bcq preset field 'num_sampled_action': expected an int >= 1, got 0
     """
 
     algo: ClassVar[str] = "bcq"

@@ -21,7 +21,7 @@ needs no wrapper (the values are those of :class:`tdrl.env.discretize.Discretize
 >>> p.replace(action_bins=1)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: bdqn preset field 'action_bins': expected an int >= 2, got 1
+tdrl.errors.PresetError: bdqn preset field 'action_bins': expected an int >= 2, got 1
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["BDQNPreset", "build"]
 

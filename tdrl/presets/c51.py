@@ -16,7 +16,7 @@ is solved before that, so it stays fixed here.
 >>> p.replace(v_max=-20.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: c51 preset field 'v_max': expected a float > v_min = -10.0, got -20.0
+tdrl.errors.PresetError: c51 preset field 'v_max': expected a float > v_min = -10.0, got -20.0
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, PresetError, register
+from tdrl.errors import PresetError
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["C51Preset", "build"]
 
@@ -42,7 +43,7 @@ class C51Preset(Preset):
     >>> C51Preset().replace(num_atoms=1)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: c51 preset field 'num_atoms': expected an int >= 2, got 1
+    tdrl.errors.PresetError: c51 preset field 'num_atoms': expected an int >= 2, got 1
     """
 
     algo: ClassVar[str] = "c51"

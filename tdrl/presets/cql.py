@@ -24,7 +24,7 @@ own threshold for its task wins over the task's online one (-250).
 >>> p.replace(temperature=0.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: cql preset field 'temperature': expected a float > 0, got 0.0
+tdrl.errors.PresetError: cql preset field 'temperature': expected a float > 0, got 0.0
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["CQLPreset", "build"]
 
@@ -49,7 +49,7 @@ class CQLPreset(Preset):
     >>> CQLPreset().replace(cql_weight=-1.0)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: cql preset field 'cql_weight': expected a float >= 0, got -1.0
+    tdrl.errors.PresetError: cql preset field 'cql_weight': expected a float >= 0, got -1.0
     """
 
     algo: ClassVar[str] = "cql"

@@ -15,7 +15,7 @@ budget: up to 100k).
 >>> p.replace(exploration_noise="uniform")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: ddpg preset field 'exploration_noise': expected ... got 'uniform'
+tdrl.errors.PresetError: ddpg preset field 'exploration_noise': expected ... got 'uniform'
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["NOISE_RULES", "DDPGPreset", "build", "make_noise"]
 

@@ -21,7 +21,7 @@ seeds 0-2 on data gathered with seed 1 after 500.
 >>> p.replace(unlikely_action_threshold=1.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: discrete_bcq preset field 'unlikely_action_threshold': expected a \
+tdrl.errors.PresetError: discrete_bcq preset field 'unlikely_action_threshold': expected a \
 float in [0, 1), got 1.0
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["DiscreteBCQPreset", "build"]
 

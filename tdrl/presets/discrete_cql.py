@@ -20,7 +20,7 @@ gathered with seed 1 too.
 >>> p.replace(num_quantiles=1)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: discrete_cql preset field 'num_quantiles': expected an int >= 2, got 1
+tdrl.errors.PresetError: discrete_cql preset field 'num_quantiles': expected an int >= 2, got 1
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["DiscreteCQLPreset", "build"]
 

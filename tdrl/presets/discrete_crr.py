@@ -19,7 +19,7 @@ gradient steps each, in 4-9 s; seeds 0-2 on data gathered with seed 1 too.
 >>> p.replace(policy_improvement_mode="max")
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: discrete_crr preset field 'policy_improvement_mode': expected a \
+tdrl.errors.PresetError: discrete_crr preset field 'policy_improvement_mode': expected a \
 str in ('exp', 'binary', 'all'), got 'max'
 """
 
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["DiscreteCRRPreset", "build"]
 

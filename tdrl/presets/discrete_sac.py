@@ -13,7 +13,7 @@ threshold of 195 (above Tianshou's 170) in 6k-12k env steps on seeds 0-4.
 >>> p.replace(n_step=0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: discrete_sac preset field 'n_step': expected an int > 0, got 0
+tdrl.errors.PresetError: discrete_sac preset field 'n_step': expected an int > 0, got 0
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["DiscreteSACPreset", "build"]
 

@@ -18,7 +18,7 @@ early on training returns) test often enough to stop near the threshold; the bud
 >>> p.replace(stack_num=0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: drqn preset field 'stack_num': expected an int >= 1, got 0
+tdrl.errors.PresetError: drqn preset field 'stack_num': expected an int >= 1, got 0
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["DRQNPreset", "build"]
 
@@ -45,7 +45,7 @@ class DRQNPreset(Preset):
     >>> DRQNPreset().replace(hidden_size=0)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: drqn preset field 'hidden_size': expected an int >= 1, got 0
+    tdrl.errors.PresetError: drqn preset field 'hidden_size': expected an int >= 1, got 0
     """
 
     algo: ClassVar[str] = "drqn"

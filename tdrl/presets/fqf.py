@@ -20,7 +20,7 @@ Seed sweep: seeds 0-4 reach 195 after 4000, 3000, 3000, 6000, 5000 env steps
 >>> p.replace(num_fractions=1)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: fqf preset field 'num_fractions': expected an int >= 2, got 1
+tdrl.errors.PresetError: fqf preset field 'num_fractions': expected an int >= 2, got 1
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["FQFPreset", "build"]
 
@@ -45,7 +45,7 @@ class FQFPreset(Preset):
     >>> FQFPreset().replace(fraction_lr=0.0)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: fqf preset field 'fraction_lr': expected a float > 0, got 0.0
+    tdrl.errors.PresetError: fqf preset field 'fraction_lr': expected a float > 0, got 0.0
     """
 
     algo: ClassVar[str] = "fqf"

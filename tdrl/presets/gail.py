@@ -24,7 +24,7 @@ Pendulum-v1 is for algorithms that learn from the env reward).
 >>> p.replace(disc_update_num=0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: gail preset field 'disc_update_num': expected an int > 0, got 0
+tdrl.errors.PresetError: gail preset field 'disc_update_num': expected an int > 0, got 0
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.registry import PPOPreset, register
+from tdrl.presets.ppo import PPOPreset
+from tdrl.presets.registry import register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.imitation.gail import GAIL
@@ -43,7 +44,7 @@ __all__ = ["GAILPreset", "build"]
 
 @dataclass(frozen=True)
 class GAILPreset(PPOPreset):
-    """:class:`~tdrl.registry.PPOPreset` plus the discriminator's settings (defaults:
+    """:class:`~tdrl.presets.ppo.PPOPreset` plus the discriminator's settings (defaults:
     Pendulum-v1)."""
 
     algo: ClassVar[str] = "gail"
@@ -88,7 +89,7 @@ def build(p: GAILPreset, observation_space: Any, action_space: Any, dataset: Any
 
     from tdrl.algorithm.imitation.gail import GAIL
     from tdrl.algorithm.modelfree.ppo import ActorPolicy
-    from tdrl.registry import PresetError
+    from tdrl.errors import PresetError
     from tdrl.utils.net import MLP, DiscreteActor, GaussianActor, VCritic
 
     if dataset is None:

@@ -14,7 +14,7 @@ models with one hidden layer of that width, the wrapped algorithm's learning rat
 >>> ICM_PRESETS["ppo"].replace(forward_loss_weight=1.5)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: icm preset field 'forward_loss_weight': expected ... got 1.5
+tdrl.errors.PresetError: icm preset field 'forward_loss_weight': expected ... got 1.5
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.registry import Preset, PresetError
+from tdrl.errors import PresetError
+from tdrl.presets.registry import Preset
 
 if TYPE_CHECKING:
     from tdrl.algorithm.base import Algorithm
@@ -77,7 +78,7 @@ def apply_icm(
     """Wrap ``algorithm`` (the preset of ``algo`` for ``task``) in ICM.
 
     An algorithm without ICM settings, a non-``Discrete`` action space or a non-``Box``
-    observation space is a one-line :class:`~tdrl.registry.PresetError`.
+    observation space is a one-line :class:`~tdrl.errors.PresetError`.
     """
     import gymnasium as gym
     import numpy as np

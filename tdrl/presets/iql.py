@@ -12,7 +12,7 @@ mean is squashed by tanh. For speed on a CPU: 64x64 networks and lr 1e-3.
 >>> p.replace(expectile=1.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: iql preset field 'expectile': expected a float in (0, 1), got 1.0
+tdrl.errors.PresetError: iql preset field 'expectile': expected a float in (0, 1), got 1.0
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["IQLPreset", "build"]
 

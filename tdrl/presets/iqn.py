@@ -17,7 +17,7 @@ Seed sweep: seeds 0-4 reach 195 after 4000, 4000, 3000, 4880, 5380 env steps
 >>> p.replace(online_sample_size=1)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: iqn preset field 'online_sample_size': expected an int >= 2, got 1
+tdrl.errors.PresetError: iqn preset field 'online_sample_size': expected an int >= 2, got 1
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["IQNPreset", "build"]
 
@@ -44,7 +44,7 @@ class IQNPreset(Preset):
     >>> IQNPreset().replace(num_cosines=0)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: iqn preset field 'num_cosines': expected an int >= 1, got 0
+    tdrl.errors.PresetError: iqn preset field 'num_cosines': expected an int >= 1, got 0
     """
 
     algo: ClassVar[str] = "iqn"

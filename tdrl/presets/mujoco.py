@@ -28,7 +28,7 @@ Exploration and target-smoothing noise are in raw action units (``[-1, 1]``, bef
 scaling to the Box), where Tianshou multiplies them by the Box's ``high``: the same for
 every MuJoCo task whose actions lie in ``[-1, 1]`` (Hopper, HalfCheetah, Walker2d, Ant).
 
->>> from tdrl import registry
+>>> from tdrl.presets import registry
 >>> p = registry.preset("ppo", "HalfCheetah-v5")
 >>> type(p).__name__, p.lr, p.step_per_collect, p.obs_norm, p.lr_decay, p.threshold
 ('PPOMujocoPreset', 0.0003, 2048, True, True, 4800.0)
@@ -45,14 +45,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tdrl.errors import PresetError
 from tdrl.presets.a2c import A2CPreset
 from tdrl.presets.ddpg import DDPGPreset
 from tdrl.presets.npg import NPGPreset
+from tdrl.presets.ppo import PPOPreset
 from tdrl.presets.redq import REDQPreset
+from tdrl.presets.registry import Preset, register
 from tdrl.presets.reinforce import ReinforcePreset
+from tdrl.presets.sac import SACPreset
 from tdrl.presets.td3 import TD3Preset
 from tdrl.presets.trpo import TRPOPreset
-from tdrl.registry import PPOPreset, Preset, PresetError, SACPreset, register
 from tdrl.utils.schedule import linear_lr_decay  # its old place: re-exported
 
 if TYPE_CHECKING:
@@ -111,7 +114,7 @@ class ReinforceMujocoPreset(ReinforcePreset, _OnPolicyMujocoFields):
     >>> ReinforceMujocoPreset().replace(action_bound_method="none")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: reinforce ... 'action_bound_method': expected ..., got 'none'
+    tdrl.errors.PresetError: reinforce ... 'action_bound_method': expected ..., got 'none'
     """
 
     rules: ClassVar[_Rules] = {**ReinforcePreset.rules, **_ON_POLICY_RULES}
@@ -131,13 +134,13 @@ class A2CMujocoPreset(A2CPreset, _OnPolicyMujocoFields):
 
 @dataclass(frozen=True)
 class PPOMujocoPreset(PPOPreset, _OnPolicyMujocoFields):
-    """:class:`~tdrl.registry.PPOPreset` plus the on-policy MuJoCo fields, the dual clip
+    """:class:`~tdrl.presets.ppo.PPOPreset` plus the on-policy MuJoCo fields, the dual clip
     (``None``: off) and advantage recomputation before each epoch after the first.
 
     >>> PPOMujocoPreset().replace(dual_clip=0.5)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: ppo preset field 'dual_clip': expected a float or None > 1, got 0.5
+    tdrl.errors.PresetError: ppo preset field 'dual_clip': expected a float or None > 1, got 0.5
     """
 
     rules: ClassVar[_Rules] = {
@@ -178,13 +181,13 @@ def lr_decay_updates(p: Preset) -> int:
     ``ceil(step_per_epoch / step_per_collect) * max_epochs`` (Tianshou's
     ``LRSchedulerFactoryLinear``); the trainer calls ``update`` once per collect.
 
-    >>> from tdrl import registry
+    >>> from tdrl.presets import registry
     >>> lr_decay_updates(registry.preset("a2c", "Hopper-v5"))  # ceil(30000 / 80) * 100
     37500
     >>> lr_decay_updates(registry.preset("reinforce", "CartPole-v1"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: reinforce ... 'step_per_collect': expected an int with lr_decay ...
+    tdrl.errors.PresetError: reinforce ... 'step_per_collect': expected an int with lr_decay ...
     """
     step_per_collect = getattr(p, "step_per_collect", None)
     if step_per_collect is None:
@@ -617,7 +620,7 @@ register(
         update_per_step=1.0,  # update_per_step=1
         batch_size=256,  # batch_size=256
     ),
-    builder="tdrl.algorithm.presets:build_sac",
+    builder="tdrl.presets.sac:build",
     trainer="offpolicy",
     exploration_noise=False,
     action_space="continuous",

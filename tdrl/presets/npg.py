@@ -10,14 +10,14 @@ speed: 1024 env steps per collect (Tianshou's test: 2048; reached the threshold 
 budget stays 250k steps). A larger trust region (1.0), more critic steps (10) or more
 passes per collect (4) made some seeds fail.
 
->>> from tdrl import registry
+>>> from tdrl.presets import registry
 >>> p = registry.preset("npg", "Pendulum-v1")
 >>> p.trust_region_size, p.threshold, registry.entry("npg", "Pendulum-v1").trainer
 (0.5, -250.0, 'onpolicy')
 >>> p.replace(optim_critic_iters=0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: npg preset field 'optim_critic_iters': expected an int > 0, got 0
+tdrl.errors.PresetError: npg preset field 'optim_critic_iters': expected an int > 0, got 0
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.npg import NPG

@@ -11,7 +11,7 @@ after 70k env steps on seed 0; shorter rollouts with more epochs learn faster: 8
 (50 per env, the critic bootstrapping the unfinished episodes) and 4 epochs per collect
 reached -250 on 10 of 10 seeds after 26k-38k env steps. Tests use 20 episodes.
 
->>> from tdrl import registry
+>>> from tdrl.presets import registry
 >>> p = registry.preset("ppo", "Pendulum-v1")
 >>> type(p).__name__, p.threshold, registry.entry("ppo", "Pendulum-v1").builder
 ('PPOPendulumPreset', -250.0, 'tdrl.presets.ppo_pendulum:build')
@@ -20,7 +20,7 @@ reached -250 on 10 of 10 seeds after 26k-38k env steps. Tests use 20 episodes.
 >>> p.replace(dual_clip=0.5)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: ppo preset field 'dual_clip': expected a float or None > 1, got 0.5
+tdrl.errors.PresetError: ppo preset field 'dual_clip': expected a float or None > 1, got 0.5
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.registry import PPOPreset, register
+from tdrl.presets.ppo import PPOPreset
+from tdrl.presets.registry import register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.ppo import PPO
@@ -39,7 +40,7 @@ __all__ = ["PPOPendulumPreset", "build"]
 
 @dataclass(frozen=True)
 class PPOPendulumPreset(PPOPreset):
-    """:class:`~tdrl.registry.PPOPreset` plus the Gaussian actor's initial ``log std``,
+    """:class:`~tdrl.presets.ppo.PPOPreset` plus the Gaussian actor's initial ``log std``,
     orthogonal initialization, advantage recompute and dual clip (defaults: Pendulum-v1)."""
 
     rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {

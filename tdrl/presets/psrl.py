@@ -15,7 +15,7 @@ The stop threshold, 3400 per episode (Tianshou's, the registered id's
 uniform-random policy (~1000) and an epsilon-greedy tabular Q-learner given the same 6000
 steps (~1600: it settles on moving back) both miss it (``tests/modelbased/test_psrl.py``).
 
->>> from tdrl import registry
+>>> from tdrl.presets import registry
 >>> p = registry.preset("psrl")
 >>> p.task, p.threshold, registry.entry("psrl", p.task).trainer
 ('tdrl/NChain-v0', 3400.0, 'onpolicy')
@@ -24,7 +24,7 @@ steps (~1600: it settles on moving back) both miss it (``tests/modelbased/test_p
 >>> p.replace(rew_std_prior=0.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: psrl preset field 'rew_std_prior': expected a float > 0, got 0.0
+tdrl.errors.PresetError: psrl preset field 'rew_std_prior': expected a float > 0, got 0.0
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.registry import Preset, PresetError, register
+from tdrl.errors import PresetError
+from tdrl.presets.registry import Preset, register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelbased.psrl import PSRL
@@ -96,7 +97,7 @@ class PSRLPreset(Preset):
 def build(p: PSRLPreset, observation_space: Any, action_space: Any) -> PSRL:
     """Create the priors for the spaces' ``S`` states and ``A`` actions, the policy and PSRL.
 
-    A non-``Discrete`` observation space is a one-line :class:`~tdrl.registry.PresetError`.
+    A non-``Discrete`` observation space is a one-line :class:`~tdrl.errors.PresetError`.
     """
     import gymnasium as gym
     import numpy as np

@@ -17,7 +17,7 @@ solved before that, so it stays fixed here.
 >>> p.replace(num_quantiles=1)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: qrdqn preset field 'num_quantiles': expected an int >= 2, got 1
+tdrl.errors.PresetError: qrdqn preset field 'num_quantiles': expected an int >= 2, got 1
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["QRDQNPreset", "build"]
 

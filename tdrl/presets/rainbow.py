@@ -20,7 +20,7 @@ beta=beta, weight_norm=True)``).
 >>> p.replace(v_max=-20.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: rainbow preset field 'v_max': expected a float > v_min = -10.0, got -20.0
+tdrl.errors.PresetError: rainbow preset field 'v_max': expected a float > v_min = -10.0, got -20.0
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, PresetError, register
+from tdrl.errors import PresetError
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["RainbowPreset", "build"]
 
@@ -46,7 +47,7 @@ class RainbowPreset(Preset):
     >>> RainbowPreset().replace(num_atoms=1)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: rainbow preset field 'num_atoms': expected an int >= 2, got 1
+    tdrl.errors.PresetError: rainbow preset field 'num_atoms': expected an int >= 2, got 1
     """
 
     algo: ClassVar[str] = "rainbow"

@@ -11,7 +11,7 @@ batch 64, 1000 random warm-up steps).
 >>> p.replace(subset_size=5)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: redq preset field 'subset_size': expected an int in [1, ...=4], got 5
+tdrl.errors.PresetError: redq preset field 'subset_size': expected an int in [1, ...=4], got 5
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, PresetError, register
+from tdrl.errors import PresetError
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["REDQPreset", "build"]
 
@@ -37,7 +38,7 @@ class REDQPreset(Preset):
     >>> REDQPreset().replace(target_mode="max")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: redq preset field 'target_mode': expected a str ..., got 'max'
+    tdrl.errors.PresetError: redq preset field 'target_mode': expected a str ..., got 'max'
     """
 
     algo: ClassVar[str] = "redq"

@@ -7,7 +7,7 @@ needs the episode's end), two epochs of minibatches of 64 per collect, 8 envs. W
 settings 10 of 10 seeds reached 195 after 7k-17k env steps; the budget is cut to 5 epochs
 of 40k steps (Tianshou: 10).
 
->>> from tdrl import registry
+>>> from tdrl.presets import registry
 >>> p = registry.preset("reinforce", "CartPole-v1")
 >>> p.gamma, p.threshold, registry.entry("reinforce", "CartPole-v1").trainer
 (0.95, 195.0, 'onpolicy')
@@ -16,7 +16,7 @@ of 40k steps (Tianshou: 10).
 >>> p.replace(step_per_collect=100)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: reinforce preset fields ...: expected exactly one ..., got 100 and 8
+tdrl.errors.PresetError: reinforce preset fields ...: expected exactly one ..., got 100 and 8
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from collections.abc import Callable  # noqa: F401  (resolves the base Preset's 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.registry import Preset, PresetError, register
+from tdrl.errors import PresetError
+from tdrl.presets.registry import Preset, register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.reinforce import Reinforce

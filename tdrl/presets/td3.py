@@ -15,7 +15,7 @@ only). Seed sweep (seeds 0-4, ``scripts/seed_sweep.py``): all five reach -250, a
 >>> p.replace(update_actor_freq=0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: td3 preset field 'update_actor_freq': expected an int >= 1, got 0
+tdrl.errors.PresetError: td3 preset field 'update_actor_freq': expected an int >= 1, got 0
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.presets.ddpg import NOISE_RULES, make_noise
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["TD3Preset", "build"]
 
@@ -41,7 +41,7 @@ class TD3Preset(Preset):
     >>> TD3Preset().replace(noise_clip=-1.0)
     Traceback (most recent call last):
     ...
-    tdrl.registry.PresetError: td3 preset field 'noise_clip': expected a float >= 0, got -1.0
+    tdrl.errors.PresetError: td3 preset field 'noise_clip': expected a float >= 0, got -1.0
     """
 
     algo: ClassVar[str] = "td3"

@@ -15,7 +15,7 @@ normalizer lives in the policy.
 >>> p.replace(alpha=0.0)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: td3_bc preset field 'alpha': expected a float > 0, got 0.0
+tdrl.errors.PresetError: td3_bc preset field 'alpha': expected a float > 0, got 0.0
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 __all__ = ["TD3BCPreset", "build"]
 

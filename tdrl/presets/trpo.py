@@ -7,14 +7,14 @@ networks and rollout settings of the NPG preset (:mod:`tdrl.presets.npg`, includ
 Tianshou's MuJoCo setting; the test's 0.005 needed 50-90k env steps against 25-60k).
 ``max_kl = 0.02`` made a seed fail.
 
->>> from tdrl import registry
+>>> from tdrl.presets import registry
 >>> p = registry.preset("trpo", "Pendulum-v1")
 >>> p.max_kl, p.threshold, registry.entry("trpo", "Pendulum-v1").trainer
 (0.01, -250.0, 'onpolicy')
 >>> p.replace(backtrack_coeff=1.5)
 Traceback (most recent call last):
 ...
-tdrl.registry.PresetError: trpo preset field 'backtrack_coeff': expected a float in (0, 1), got 1.5
+tdrl.errors.PresetError: trpo preset field 'backtrack_coeff': expected a float in (0, 1), got 1.5
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.registry import Preset, register
+from tdrl.presets.registry import Preset, register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.trpo import TRPO

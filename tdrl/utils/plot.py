@@ -29,7 +29,7 @@ import numpy as np
 
 from tdrl.utils.logger.csv import read_csv_log
 
-__all__ = ["align", "discover_runs", "group_runs", "load_curve", "plot_main", "plot_runs"]
+__all__ = ["DEFAULT_KEY", "align", "discover_runs", "group_runs", "load_curve", "plot_runs"]
 
 DEFAULT_KEY = "test/returns_stat/mean"
 _RUN_NAME = re.compile(r"^(?P<algo>[A-Za-z0-9_]+)-(?P<task>.+)-seed(?P<seed>\d+)(?:-\d+)?$")
