@@ -63,19 +63,21 @@ Unavoidable differences:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import math
-import random
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
-from typing import Any
 
-import gymnasium as gym
-import numpy as np
 import torch
+
+from benchmarks.tianshou_builders import (
+    Run,
+    preset,
+    run_tianshou,
+    small_budget,
+    timed,
+)
 
 SEEDS: tuple[int, ...] = (0, 1, 2)
 """Seeds each configuration is trained with (per side)."""
@@ -86,60 +88,18 @@ CONFIGS: tuple[tuple[str, str], ...] = (
     ("sac", "Pendulum-v1"),
 )
 
-TEST_SEED_OFFSET = 100_000  # test env seeds, as in tdrl.launch.run_experiment
-
-
-def _small(preset: object) -> dict[str, int]:
-    """A tiny budget (one collect and update, a 2-episode test) for the untimed warm-up."""
-    return {"max_epochs": 1, "step_per_epoch": preset.step_per_collect, "test_num": 2}  # type: ignore[attr-defined]
-
-
-@dataclass
-class Run:
-    """Outcome of one training run."""
-
-    wall: float
-    train: float
-    steps: int
-    best: float
-    reached: bool
-    collect: float
-    update: float
-    test: float
-    checkpoint: float = 0.0
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
 
 # ----------------------------------------------------------------------------------- tdrl
-def _timed(obj: object, name: str, acc: dict[str, float], key: str) -> None:
-    """Wrap the bound method ``obj.name`` so that its wall time adds up in ``acc[key]``."""
-    inner = getattr(obj, name)
-
-    def wrapper(*args: object, **kwargs: object) -> object:
-        start = time.perf_counter()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            acc[key] += time.perf_counter() - start
-
-    setattr(obj, name, wrapper)
-
-
 def run_tdrl(algo: str, task: str, seed: int, small: bool = False) -> Run:
     """Train with :func:`tdrl.launch.run_experiment`; time the whole call.
 
-    ``small``: the tiny budget of :func:`_small` (for the untimed warm-up).
+    ``small``: the tiny budget of :func:`small_budget` (for the untimed warm-up).
     """
-    from tdrl.launch import PRESETS, ExperimentConfig, run_experiment
+    from tdrl.launch import ExperimentConfig, run_experiment  # TODO(lead): tdrl.experiment
 
-    preset = PRESETS[algo]
-    threshold = preset.threshold
-    budget = _small(preset) if small else {}
+    p = preset(algo)
+    threshold = p.threshold
+    budget = small_budget(p) if small else {}
     with tempfile.TemporaryDirectory() as tmp:
         cfg = ExperimentConfig(
             algo,
@@ -158,7 +118,7 @@ def run_tdrl(algo: str, task: str, seed: int, small: bool = False) -> Run:
         # time the per-epoch checkpoints that run_experiment writes (reported separately)
         phases = {"checkpoint": 0.0}
         save = trainer_base.save_checkpoint
-        _timed(trainer_base, "save_checkpoint", phases, "checkpoint")
+        timed(trainer_base, "save_checkpoint", phases, "checkpoint")
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 start = time.perf_counter()
@@ -177,229 +137,6 @@ def run_tdrl(algo: str, task: str, seed: int, small: bool = False) -> Run:
         update=t.update_time,
         test=t.test_time,
         checkpoint=phases["checkpoint"],
-    )
-
-
-# ------------------------------------------------------------------------------- Tianshou
-def _tianshou_algorithm(algo: str, obs_space: gym.Space, act_space: gym.Space):  # type: ignore[no-untyped-def]
-    """The Tianshou 2.0.1 algorithm matching tdrl's preset for ``algo``."""
-    from tianshou.algorithm import DQN, PPO, SAC
-    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
-    from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
-    from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
-    from tianshou.algorithm.optim import AdamOptimizerFactory
-    from tianshou.utils.net.common import Net
-    from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
-    from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
-
-    from tdrl.launch import PRESETS
-
-    p = PRESETS[algo]
-    obs_dim = int(np.prod(obs_space.shape))  # type: ignore[arg-type]
-    if algo == "dqn":
-        # QNet: obs -> 128 -> 128 -> 128 -> n_actions, ReLU
-        model = Net(
-            state_shape=obs_dim,
-            action_shape=int(act_space.n),  # type: ignore[attr-defined]
-            hidden_sizes=list(p.hidden_sizes),
-        )
-        policy = DiscreteQLearningPolicy(
-            model=model,
-            action_space=act_space,
-            eps_training=p.eps_train,
-            eps_inference=p.eps_test,
-        )
-        return DQN(
-            policy=policy,
-            optim=AdamOptimizerFactory(lr=p.lr),
-            gamma=p.gamma,
-            n_step_return_horizon=p.n_step,
-            target_update_freq=p.target_update_freq,
-            is_double=True,  # tdrl's default
-        )
-    if algo == "ppo":
-        # DiscreteActor / VCritic: obs -> 64 -> 64 -> out, Tanh, separate trunks
-        hidden = list(p.hidden_sizes)
-        actor = DiscreteActor(
-            preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden, activation=torch.nn.Tanh),
-            action_shape=int(act_space.n),  # type: ignore[attr-defined]
-            softmax_output=False,
-        )
-        critic = DiscreteCritic(
-            preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden, activation=torch.nn.Tanh)
-        )
-        policy = ProbabilisticActorPolicy(
-            actor=actor,
-            dist_fn=lambda logits: torch.distributions.Categorical(logits=logits),
-            deterministic_eval=p.deterministic_eval,
-            action_space=act_space,
-            action_scaling=False,
-            action_bound_method=None,
-        )
-        return PPO(
-            policy=policy,
-            critic=critic,
-            optim=AdamOptimizerFactory(lr=p.lr),
-            eps_clip=p.eps_clip,
-            dual_clip=None,
-            value_clip=p.value_clip,
-            advantage_normalization=p.advantage_normalization,
-            recompute_advantage=False,
-            vf_coef=p.vf_coef,
-            ent_coef=p.ent_coef,
-            max_grad_norm=p.max_grad_norm,
-            gae_lambda=p.gae_lambda,
-            max_batchsize=1024,  # tdrl's default
-            gamma=p.gamma,
-            return_scaling=p.return_scaling,
-        )
-    if algo == "sac":
-        # GaussianActor: obs -> 128 -> 128 (ReLU) -> loc, clamp(log_std, -20, 2); QCritic:
-        # (obs, act) -> 128 -> 128 -> 1 (ReLU); two independently initialised critics.
-        act_dim = int(np.prod(act_space.shape))  # type: ignore[arg-type]
-        hidden = list(p.hidden_sizes)
-        actor = ContinuousActorProbabilistic(
-            preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden),
-            action_shape=act_dim,
-            unbounded=True,
-            conditioned_sigma=True,
-        )
-
-        def critic() -> ContinuousCritic:
-            net = Net(state_shape=obs_dim, action_shape=act_dim, hidden_sizes=hidden, concat=True)
-            return ContinuousCritic(preprocess_net=net)
-
-        policy = SACPolicy(
-            actor=actor, action_space=act_space, deterministic_eval=True, action_scaling=True
-        )
-        alpha: float | AutoAlpha = p.alpha
-        if p.auto_alpha:
-            alpha = AutoAlpha(
-                target_entropy=-float(act_dim),
-                log_alpha=float(np.log(p.alpha)),
-                optim=AdamOptimizerFactory(lr=p.alpha_lr),
-            )
-        return SAC(
-            policy=policy,
-            policy_optim=AdamOptimizerFactory(lr=p.actor_lr),
-            critic=critic(),
-            critic_optim=AdamOptimizerFactory(lr=p.critic_lr),
-            critic2=critic(),
-            critic2_optim=AdamOptimizerFactory(lr=p.critic_lr),
-            tau=p.tau,
-            gamma=p.gamma,
-            alpha=alpha,
-            n_step_return_horizon=p.n_step,
-        )
-    raise ValueError(f"unknown algo {algo!r}")
-
-
-def train_tianshou(
-    algorithm: Any,
-    p: Any,
-    on_policy: bool,
-    common: dict[str, Any],
-    collectors: tuple[Any, Any],
-    envs: tuple[Any, Any],
-    start: float,
-    threshold: float,
-) -> Run:
-    """Build Tianshou's trainer for ``algorithm``, run it with its phases timed, close the
-    envs and return the :class:`Run` (``start``: when the whole run began)."""
-    from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
-
-    train, test = collectors
-    if on_policy:
-        params: object = OnPolicyTrainerParams(
-            update_step_num_repetitions=p.repeat_per_collect,
-            **common,
-        )
-    else:
-        params = OffPolicyTrainerParams(
-            update_step_num_gradient_steps_per_sample=p.update_per_step,
-            **common,
-        )
-    trainer = algorithm.create_trainer(params)
-    # Tianshou 2.0.1's collectors do not accumulate ``collect_time``: time the calls here
-    phases = {"collect": 0.0, "update": 0.0, "test": 0.0}
-    _timed(train, "collect", phases, "collect")
-    _timed(test, "collect", phases, "test")
-    _timed(algorithm, "update", phases, "update")
-    train_start = time.perf_counter()
-    info = trainer.run()
-    train_time = time.perf_counter() - train_start
-    for envs_ in envs:
-        envs_.close()
-    wall = time.perf_counter() - start
-    return Run(
-        wall=wall,
-        train=train_time,
-        steps=info.train_step,
-        best=info.best_reward,
-        reached=info.best_reward >= threshold,
-        **phases,
-    )
-
-
-def run_tianshou(algo: str, task: str, seed: int, small: bool = False) -> Run:
-    """The same experiment as ``run_experiment(algo, task, seed)``, built with Tianshou.
-
-    ``small``: the tiny budget of :func:`_small` (for the untimed warm-up).
-    """
-    from tianshou.data import Collector, VectorReplayBuffer
-    from tianshou.env import DummyVectorEnv
-
-    from tdrl.launch import PRESETS
-
-    p = PRESETS[algo]
-    if small:
-        p = dataclasses.replace(p, **_small(p))
-    threshold = p.threshold
-    start = time.perf_counter()
-    _seed_everything(seed)
-
-    def make_env() -> gym.Env:
-        return gym.make(task)
-
-    train_envs = DummyVectorEnv([make_env] * p.training_num)
-    test_envs = DummyVectorEnv([make_env] * p.test_num)
-    algorithm = _tianshou_algorithm(
-        algo, train_envs.observation_space[0], train_envs.action_space[0]
-    )
-    noisy = algo == "dqn"
-    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
-    train_envs.seed(seed)
-    test_envs.seed(seed + TEST_SEED_OFFSET)
-    train = Collector(algorithm, train_envs, buffer, exploration_noise=noisy)
-    test = Collector(algorithm, test_envs, exploration_noise=noisy)
-    train.reset()
-    test.reset()
-    warmup = getattr(p, "warmup_steps", 0)
-    if warmup:
-        train.collect(n_step=warmup, random=True)
-    common = dict(
-        training_collector=train,
-        test_collector=test,
-        max_epochs=p.max_epochs,
-        epoch_num_steps=p.step_per_epoch,
-        collection_step_num_env_steps=p.step_per_collect,
-        batch_size=p.batch_size,
-        test_step_num_episodes=p.test_num,
-        stop_fn=lambda best: best >= threshold,
-        test_in_training=True,
-        logger=None,
-        verbose=False,
-        show_progress=False,
-    )
-    return train_tianshou(
-        algorithm,
-        p,
-        algo == "ppo",
-        common,
-        (train, test),
-        (train_envs, test_envs),
-        start,
-        threshold,
     )
 
 
@@ -441,7 +178,7 @@ def _warm_up() -> tuple[float, float]:
     """
     import tianshou.trainer  # noqa: F401
 
-    import tdrl.launch  # noqa: F401
+    import tdrl.launch  # noqa: F401  # TODO(lead): tdrl.experiment
 
     spent = {run_tdrl: 0.0, run_tianshou: 0.0}
     for algo, task in CONFIGS:
@@ -454,8 +191,6 @@ def _warm_up() -> tuple[float, float]:
 
 def main() -> None:
     """Train every configuration for every seed with both libraries and print the table."""
-    from tdrl.launch import PRESETS
-
     begin = time.perf_counter()
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", message="No target network updater")
@@ -472,7 +207,7 @@ def main() -> None:
     )
     summaries: list[str] = []
     for algo, task in CONFIGS:
-        threshold = PRESETS[algo].threshold
+        threshold = preset(algo).threshold
         name = f"{algo.upper()} {task} >= {threshold:g}"
         ours: list[Run] = []
         peer: list[Run] = []

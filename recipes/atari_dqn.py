@@ -8,13 +8,17 @@ The Nature CNN, 3-step targets, a target net synced every 500 gradient
 steps.
 
 The defaults are tdrl's ``atari`` preset (``tdrl train dqn PongNoFrameskip-v4``): 10 envs,
-100 epochs of 100k env steps, 0.1 gradient steps per env step.
+100 epochs of 100k env steps, 0.1 gradient steps per env step. ``build`` below is what
+``tdrl.presets.atari.build_dqn`` builds; the other Atari recipes call their builders and
+share the rest (``common_atari.train_atari``: envs, frame buffer, epsilon decay, trainer).
 """
 
 from __future__ import annotations
 
-from common import seed_everything, train_off_policy
-from common_atari import cnn_input, epsilon_decay, frame_buffer, make_atari_envs
+from typing import Any
+
+import gymnasium as gym
+from common_atari import train_atari
 
 from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
 from tdrl.cli import parse_recipe_args
@@ -23,21 +27,24 @@ from tdrl.utils.net_atari import dqn_net
 ALGO, TASK = "dqn", "PongNoFrameskip-v4"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # DeepMind-wrapped envs (frame skip 4, 84x84 grayscale, stacked frames)
-    train_envs, test_envs = make_atari_envs(p)
-    act_space = train_envs.action_space[0]
-    cnn = cnn_input(p, train_envs)  # frames' shape, number of actions, pixel scale
-
-    # the Nature CNN with a Q head, the epsilon-greedy policy and the algorithm
-    net = dqn_net(**cnn, hidden_sizes=p.hidden_sizes, dueling=p.dueling)
-    policy = DQNPolicy(
-        model=net, action_space=act_space, eps_training=p.eps_train, eps_inference=p.eps_test
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> DQN:
+    """The Nature CNN with a Q head, the epsilon-greedy policy and DQN."""
+    scale = 255.0 if p.scale_obs else None  # raw 0..255 pixels by default
+    net = dqn_net(
+        obs_space.shape,
+        int(act_space.n),
+        scale=scale,
+        hidden_sizes=p.hidden_sizes,
+        dueling=p.dueling,
     )
-    algorithm = DQN(
+    # the training epsilon starts at the schedule's end; train_atari decays it from eps_train
+    policy = DQNPolicy(
+        model=net,
+        action_space=act_space,
+        eps_training=p.eps_train_final,
+        eps_inference=p.eps_test,
+    )
+    return DQN(
         policy=policy,
         optim=p.lr,
         gamma=p.gamma,
@@ -45,13 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         target_update_freq=p.target_update_freq,
     )
 
-    # each frame stored once, the stacks rebuilt when the buffer samples; epsilon decays
-    # linearly from eps_train to eps_train_final over eps_decay_steps
-    buffer, train_fn = frame_buffer(p), epsilon_decay(policy, p)
-    train_off_policy(
-        ALGO, args, p, algorithm, buffer, (train_envs, test_envs), noise=True, train_fn=train_fn
-    )
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    train_atari(ALGO, args, p, build)

@@ -1,63 +1,22 @@
 """IQN on Atari (default Pong) with Tianshou's ``examples/atari/atari_iqn.py`` settings.
 
-    python recipes/atari_iqn.py --task PongNoFrameskip-v4 --seed 0
-    python recipes/atari_iqn.py --task BreakoutNoFrameskip-v4 --epochs 10
+    python recipes/atari_iqn.py --task BreakoutNoFrameskip-v4 --seed 0
     python recipes/atari_iqn.py --help       # every hyperparameter, with its default
 
 Implicit quantiles: the CNN features times a cosine embedding of sampled fractions tau,
-then an MLP to one quantile per action.
-
-The defaults are tdrl's ``atari`` preset (``tdrl train iqn PongNoFrameskip-v4``): 10 envs,
-100 epochs of 100k env steps, 0.1 gradient steps per env step.
+then an MLP to one quantile per action (``tdrl.presets.atari.build_iqn``).
 """
 
 from __future__ import annotations
 
-from common import seed_everything, train_off_policy
-from common_atari import cnn_input, epsilon_decay, frame_buffer, make_atari_envs
+from common_atari import train_atari
 
-from tdrl.algorithm.modelfree.iqn import IQN, IQNPolicy
 from tdrl.cli import parse_recipe_args
-from tdrl.utils.net_atari import iqn_net
+from tdrl.presets.atari import build_iqn
 
 ALGO, TASK = "iqn", "PongNoFrameskip-v4"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # DeepMind-wrapped envs (frame skip 4, 84x84 grayscale, stacked frames)
-    train_envs, test_envs = make_atari_envs(p)
-    act_space = train_envs.action_space[0]
-    cnn = cnn_input(p, train_envs)  # frames' shape, number of actions, pixel scale
-
-    # the implicit quantile network on the Nature CNN, the policy and the algorithm
-    net = iqn_net(**cnn, num_cosines=p.num_cosines, hidden_sizes=p.hidden_sizes)
-    policy = IQNPolicy(
-        model=net,
-        action_space=act_space,
-        sample_size=p.sample_size,  # fractions to act
-        online_sample_size=p.online_sample_size,  # fractions per sample in the loss
-        target_sample_size=p.target_sample_size,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
-    )
-    algorithm = IQN(
-        policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
-    )
-
-    # each frame stored once, the stacks rebuilt when the buffer samples; epsilon decays
-    # linearly from eps_train to eps_train_final over eps_decay_steps
-    buffer, train_fn = frame_buffer(p), epsilon_decay(policy, p)
-    train_off_policy(
-        ALGO, args, p, algorithm, buffer, (train_envs, test_envs), noise=True, train_fn=train_fn
-    )
-
-
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    train_atari(ALGO, args, p, build_iqn)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from common import train_and_evaluate
 
-from tdrl.algorithm.base import AdamOptimizerFactory
+from tdrl.algorithm import AdamOptimizerFactory
 from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
 from tdrl.cli import LOGGERS
 from tdrl.data import Collector, VectorReplayBuffer

@@ -9,32 +9,27 @@ the same thing); any flag changes one (``--lr 3e-4 --hidden-sizes 64 64``).
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
-from common import make_envs, seed_everything, train_off_policy
+from common import train_off_policy
 
 from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
 from tdrl.cli import parse_recipe_args
-from tdrl.data import VectorReplayBuffer
 from tdrl.utils.net import QNet
 
 ALGO, TASK = "dqn", "CartPole-v1"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments: training envs explore, test envs measure the policy
-    train_envs, test_envs = make_envs(p)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> DQN:
+    """The Q-network, the epsilon-greedy policy and the algorithm (Adam, n-step, target net)."""
     d = int(np.prod(obs_space.shape))
-
-    # the Q-network, the epsilon-greedy policy and the algorithm (Adam, n-step, target net)
     net = QNet(d, int(act_space.n), p.hidden_sizes, dueling=p.dueling)
     policy = DQNPolicy(
         model=net, action_space=act_space, eps_training=p.eps_train, eps_inference=p.eps_test
     )
-    algorithm = DQN(
+    return DQN(
         policy=policy,
         optim=p.lr,
         gamma=p.gamma,
@@ -42,11 +37,8 @@ def main(argv: list[str] | None = None) -> None:
         target_update_freq=p.target_update_freq,
     )
 
-    # replay buffer and collectors; a random warm-up fills the buffer first
-    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
-
-    train_off_policy(ALGO, args, p, algorithm, buffer, (train_envs, test_envs), noise=True)
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+
+    train_off_policy(ALGO, args, p, build, noise=True)

@@ -11,10 +11,12 @@ Gaussian actor. The defaults are tdrl's registry preset (``tdrl train ppo CartPo
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import torch
-from common import make_envs, seed_everything, train_on_policy
+from common import train_on_policy
 
 from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
 from tdrl.cli import parse_recipe_args
@@ -23,16 +25,9 @@ from tdrl.utils.net import DiscreteActor, GaussianActor, VCritic
 ALGO, TASK = "ppo", "CartPole-v1"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments: training envs explore, test envs measure the policy
-    train_envs, test_envs = make_envs(p)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> PPO:
+    """Actor (categorical or Gaussian), critic, policy and algorithm (one Adam for both)."""
     d = int(np.prod(obs_space.shape))
-
-    # actor (categorical or Gaussian), critic, policy and algorithm (one Adam for both)
     actor: torch.nn.Module
     if isinstance(act_space, gym.spaces.Discrete):
         actor = DiscreteActor(d, int(act_space.n), p.hidden_sizes)
@@ -42,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     policy = ActorPolicy(
         actor=actor, action_space=act_space, deterministic_eval=p.deterministic_eval
     )
-    algorithm = PPO(
+    return PPO(
         policy=policy,
         critic=VCritic(d, p.hidden_sizes),
         optim=p.lr,
@@ -57,8 +52,8 @@ def main(argv: list[str] | None = None) -> None:
         return_scaling=p.return_scaling,
     )
 
-    train_on_policy(ALGO, args, p, algorithm, (train_envs, test_envs))
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+
+    train_on_policy(ALGO, args, p, build)

@@ -11,8 +11,11 @@ CartPole-v1``).
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
-from common import make_envs, seed_everything, train_off_policy
+from common import train_off_policy
 
 from tdrl.algorithm.modelfree.rainbow import Rainbow, RainbowPolicy
 from tdrl.cli import parse_recipe_args
@@ -22,16 +25,9 @@ from tdrl.utils.net_rainbow import RainbowNet
 ALGO, TASK = "rainbow", "CartPole-v1"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments: training envs explore, test envs measure the policy
-    train_envs, test_envs = make_envs(p)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> Rainbow:
+    """Dueling noisy distributional network, policy and algorithm."""
     d = int(np.prod(obs_space.shape))
-
-    # dueling noisy distributional network, policy and algorithm
     net = RainbowNet(
         d,
         int(act_space.n),
@@ -49,13 +45,17 @@ def main(argv: list[str] | None = None) -> None:
         eps_training=p.eps_train,
         eps_inference=p.eps_test,
     )
-    algorithm = Rainbow(
+    return Rainbow(
         policy=policy,
         optim=p.lr,
         gamma=p.gamma,
         n_step=p.n_step,
         target_update_freq=p.target_update_freq,
     )
+
+
+if __name__ == "__main__":
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
 
     # replay buffer and collectors; a random warm-up fills the buffer first
     buffer = (
@@ -66,8 +66,4 @@ def main(argv: list[str] | None = None) -> None:
         else VectorReplayBuffer(p.buffer_size, p.training_num)
     )
 
-    train_off_policy(ALGO, args, p, algorithm, buffer, (train_envs, test_envs), noise=True)
-
-
-if __name__ == "__main__":
-    main()
+    train_off_policy(ALGO, args, p, build, buffer, noise=True)

@@ -10,28 +10,23 @@ are tdrl's registry preset (``tdrl train td3 Pendulum-v1``).
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
-from common import make_envs, seed_everything, train_off_policy
+from common import train_off_policy
 
 from tdrl.algorithm.exploration import GaussianNoise, OUNoise
 from tdrl.algorithm.modelfree.td3 import TD3, ContinuousDeterministicPolicy
 from tdrl.cli import parse_recipe_args
-from tdrl.data import VectorReplayBuffer
 from tdrl.utils.net import DeterministicActor, QCritic
 
 ALGO, TASK = "td3", "Pendulum-v1"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments: training envs explore, test envs measure the policy
-    train_envs, test_envs = make_envs(p)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> TD3:
+    """Deterministic actor with Gaussian exploration noise, twin critics, algorithm."""
     d = int(np.prod(obs_space.shape))
-
-    # deterministic actor with Gaussian exploration noise, twin critics, algorithm
     a = int(np.prod(act_space.shape))
     policy = ContinuousDeterministicPolicy(
         actor=DeterministicActor(d, a, p.hidden_sizes),
@@ -42,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
             else OUNoise(sigma=p.noise_sigma)
         ),
     )
-    algorithm = TD3(
+    return TD3(
         policy=policy,
         policy_optim=p.actor_lr,
         critic=QCritic(d, a, p.hidden_sizes),
@@ -56,11 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         n_step=p.n_step,
     )
 
-    # replay buffer and collectors; a random warm-up fills the buffer first
-    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
-
-    train_off_policy(ALGO, args, p, algorithm, buffer, (train_envs, test_envs), noise=True)
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    train_off_policy(ALGO, args, p, build, noise=True)

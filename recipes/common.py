@@ -35,13 +35,17 @@ def seed_everything(seed: int) -> None:
     torch.set_num_threads(1)
 
 
-def make_envs(p: Any, normalize_obs: bool = False) -> tuple[Any, Any]:
+def make_envs(p: Any) -> tuple[DummyVectorEnv, DummyVectorEnv]:
     """``p.training_num`` envs of ``p.task`` that explore and ``p.test_num`` that measure the
-    policy. ``normalize_obs``: observations normalized by a running mean/std of the training
-    envs' observations (Tianshou's ``VectorEnvNormObs``), which the test envs share frozen."""
-    if not normalize_obs:
-        train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
-        return train_envs, DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+    policy."""
+    train_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
+    return train_envs, DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
+
+
+def make_normalized_envs(p: Any) -> tuple[NormObsDummyVectorEnv, NormObsDummyVectorEnv]:
+    """:func:`make_envs` with observations normalized by a running mean/std of the training
+    envs' observations (Tianshou's ``VectorEnvNormObs``), which the test envs share
+    frozen: the MuJoCo on-policy recipes' envs, as ``tdrl train`` makes them."""
     train = NormObsDummyVectorEnv([lambda: gym.make(p.task)] * p.training_num)
     test = NormObsDummyVectorEnv(
         [lambda: gym.make(p.task)] * p.test_num, obs_rms=train.obs_rms, update_obs_rms=False
@@ -120,25 +124,43 @@ def train_and_evaluate(
 
 
 # ------------------------------------------------------------------ the three training loops
+# A recipe's ``build(p, observation_space, action_space)`` returns its algorithm (the
+# networks, the policy and the algorithm), as tdrl's preset builders do; these functions
+# do the rest in ``tdrl train``'s order: seed, envs, build, buffer, collectors, trainer.
+Build = Callable[[Any, gym.Space, gym.Space], Any]
+MakeEnvs = Callable[[Any], tuple[Any, Any]]
+
+
+def start(args: argparse.Namespace, p: Any, build: Build, envs: MakeEnvs = make_envs) -> Any:
+    """Seed everything, make the (training, test) envs ``envs(p)``, build the algorithm on
+    their spaces; return ``(algorithm, (train_envs, test_envs))``."""
+    seed_everything(args.seed)
+    train_envs, test_envs = envs(p)
+    algorithm = build(p, train_envs.observation_space[0], train_envs.action_space[0])
+    return algorithm, (train_envs, test_envs)
+
+
 def train_off_policy(
     algo: str,
     args: argparse.Namespace,
     p: Any,
-    algorithm: Any,
-    buffer: Any,
-    envs: tuple[Any, Any],
+    build: Build,
+    buffer: Any = None,
     noise: bool = False,
-    train_fn: Callable[[int, int], None] | None = None,
+    envs: MakeEnvs = make_envs,
+    train_fn_of: Callable[[Any], Callable[[int, int], None]] | None = None,
 ) -> Any:
-    """Off-policy training, as ``tdrl train`` runs it: collectors over ``envs`` (training,
-    test) into ``buffer`` (``noise``: with the policy's exploration noise), a random
-    warm-up, then epochs of ``p.step_per_collect`` env steps each followed by
-    ``p.update_per_step`` gradient steps per env step (``train_fn(epoch, env_step)`` before
-    each collect), a test after every epoch; the final evaluation and summary line."""
-    train_envs, test_envs = envs
-    policy = algorithm.policy
+    """Off-policy training, as ``tdrl train`` runs it: :func:`start`, then collectors into
+    ``buffer`` (default: ``p.buffer_size`` steps over the training envs; ``noise``: with
+    the policy's exploration noise), a random warm-up, then epochs of
+    ``p.step_per_collect`` env steps each followed by ``p.update_per_step`` gradient steps
+    per env step (``train_fn_of(algorithm)(epoch, env_step)`` before each collect), a test
+    after every epoch; the final evaluation and summary line."""
+    algorithm, (train_envs, test_envs) = start(args, p, build, envs)
+    if buffer is None:
+        buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
     train_collector, test_collector = make_collectors(
-        policy, train_envs, test_envs, buffer, args.seed, noise
+        algorithm.policy, train_envs, test_envs, buffer, args.seed, noise
     )
     warm_up(train_collector, p)
     log_dir = run_dir(args, algo, p.task)
@@ -148,20 +170,20 @@ def train_off_policy(
         test_collector=test_collector,
         step_per_collect=p.step_per_collect,
         update_per_step=p.update_per_step,
-        train_fn=train_fn,
+        train_fn=None if train_fn_of is None else train_fn_of(algorithm),
         **trainer_options(args, p, log_dir),
     )
     return train_and_evaluate(algo, p.task, trainer, log_dir, train_envs, test_envs)
 
 
 def train_on_policy(
-    algo: str, args: argparse.Namespace, p: Any, algorithm: Any, envs: tuple[Any, Any]
+    algo: str, args: argparse.Namespace, p: Any, build: Build, envs: MakeEnvs = make_envs
 ) -> Any:
-    """On-policy training, as ``tdrl train`` runs it: collectors over ``envs`` (training,
-    test) into a buffer that holds one rollout, emptied after each update; epochs of
-    collects of ``p.step_per_collect`` env steps, each followed by ``p.repeat_per_collect``
-    passes over it; a test after every epoch; the final evaluation and summary line."""
-    train_envs, test_envs = envs
+    """On-policy training, as ``tdrl train`` runs it: :func:`start`, then collectors into a
+    buffer that holds one rollout, emptied after each update; epochs of collects of
+    ``p.step_per_collect`` env steps, each followed by ``p.repeat_per_collect`` passes over
+    it; a test after every epoch; the final evaluation and summary line."""
+    algorithm, (train_envs, test_envs) = start(args, p, build, envs)
     buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
     train_collector, test_collector = make_collectors(
         algorithm.policy, train_envs, test_envs, buffer, args.seed
@@ -178,23 +200,26 @@ def train_on_policy(
     return train_and_evaluate(algo, p.task, trainer, log_dir, train_envs, test_envs)
 
 
-def load_offline(args: argparse.Namespace, p: Any) -> tuple[Any, Any, gym.Space, gym.Space]:
-    """The dataset at ``--dataset`` (a ReplayBuffer of transitions), ``p.test_num`` test
-    envs of ``p.task`` to measure the policy in, and their observation and action spaces
-    (a one-line error if the dataset does not fit them)."""
-    dataset = load_dataset(args.dataset)
+def load_dataset_for(path: str, observation_space: gym.Space, action_space: gym.Space) -> Any:
+    """The dataset at ``path`` (``--dataset``: an HDF5 replay buffer from ``tdrl gather``,
+    Tianshou's or a D4RL-style flat file, or ``minari:NAME``), a ReplayBuffer of
+    transitions; a one-line error if it does not fit the spaces."""
+    dataset = load_dataset(path)
+    check_spaces(dataset, observation_space, action_space)
+    return dataset
+
+
+def train_offline(algo: str, args: argparse.Namespace, p: Any, build: Callable[..., Any]) -> Any:
+    """Offline training, as ``tdrl train`` runs it: seed; ``p.test_num`` test envs (no
+    training envs); the ``--dataset`` (:func:`load_dataset_for`);
+    ``build(p, observation_space, action_space, dataset)``; epochs of ``p.step_per_epoch``
+    gradient steps on batches of the dataset, a test after every epoch; the final
+    evaluation and summary line (counting gradient steps)."""
+    seed_everything(args.seed)
     test_envs = DummyVectorEnv([lambda: gym.make(p.task)] * p.test_num)
     obs_space, act_space = test_envs.observation_space[0], test_envs.action_space[0]
-    check_spaces(dataset, obs_space, act_space)
-    return dataset, test_envs, obs_space, act_space
-
-
-def train_offline(
-    algo: str, args: argparse.Namespace, p: Any, algorithm: Any, dataset: Any, test_envs: Any
-) -> Any:
-    """Offline training, as ``tdrl train`` runs it: no training envs, epochs of
-    ``p.step_per_epoch`` gradient steps on batches of ``dataset``, a test in ``test_envs``
-    after every epoch; the final evaluation and summary line (counting gradient steps)."""
+    dataset = load_dataset_for(args.dataset, obs_space, act_space)
+    algorithm = build(p, obs_space, act_space, dataset)
     test_buffer = VectorReplayBuffer(2 * p.test_num, p.test_num)
     test_collector = Collector(algorithm.policy, test_envs, test_buffer)
     test_collector.reset(seed=args.seed + 100_000)

@@ -1,7 +1,10 @@
 """What the Atari recipes share around their networks: the DeepMind-wrapped environments,
-the Nature CNN's input, the frame-stacking replay buffer and the epsilon decay.
+the Nature CNN's input, the frame-stacking replay buffer, the epsilon decay, and
+:func:`train_atari`, the training script of the DQN family with the network left out.
 
 The recipes import it as ``from common_atari import ...``, next to :mod:`common`.
+``atari_dqn.py`` writes its network, policy and algorithm out; its siblings call tdrl's
+Atari preset builders (:mod:`tdrl.presets.atari`), which build the same way.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+from common import seed_everything, train_off_policy
 
 from tdrl.algorithm.exploration import LinearSchedule
 from tdrl.data import VectorReplayBuffer
@@ -59,3 +63,30 @@ def epsilon_decay(policy: Any, p: Any) -> Callable[[int, int], None]:
         policy.set_eps_training(eps(env_step))
 
     return train_fn
+
+
+def train_atari(
+    algo: str,
+    args: Any,
+    p: Any,
+    build: Callable[[Any, gym.Space, gym.Space], Any],
+    buffer: Any = None,
+    train_fn: Callable[[int, int], None] | None = None,
+) -> Any:
+    """Train ``build(p, observation_space, action_space)``'s algorithm on Atari as ``tdrl
+    train`` does: seed, DeepMind-wrapped envs, the algorithm, then off-policy training
+    into ``buffer`` (default :func:`frame_buffer`) with the epsilon decay (and
+    ``train_fn(epoch, env_step)`` after it), the final evaluation and summary line."""
+    seed_everything(args.seed)
+    train_envs, test_envs = make_atari_envs(p)
+    algorithm = build(p, train_envs.observation_space[0], train_envs.action_space[0])
+    decay_eps = epsilon_decay(algorithm.policy, p)
+
+    def on_collect(epoch: int, env_step: int) -> None:
+        decay_eps(epoch, env_step)
+        if train_fn is not None:
+            train_fn(epoch, env_step)
+
+    buffer = frame_buffer(p) if buffer is None else buffer
+    envs = (train_envs, test_envs)
+    return train_off_policy(algo, args, p, algorithm, buffer, envs, True, on_collect)

@@ -14,10 +14,12 @@ for learning, only for the test returns. ``--dataset`` is an HDF5 replay buffer 
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import torch
-from common import make_envs, seed_everything, train_on_policy
+from common import train_on_policy
 
 from tdrl.algorithm.imitation.gail import GAIL
 from tdrl.algorithm.modelfree.ppo import ActorPolicy
@@ -37,18 +39,11 @@ def orthogonal_init(nets: list[torch.nn.Module], gain: float) -> None:
                 torch.nn.init.zeros_(m.bias)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__, dataset=True)
-    seed_everything(args.seed)
-
-    # the expert's transitions, then training and test envs as for PPO
-    expert = load_dataset(args.dataset)  # a ReplayBuffer of (obs, act, ...) transitions
-    train_envs, test_envs = make_envs(p)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
-    d = int(np.prod(obs_space.shape))
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space, expert: Any) -> GAIL:
+    """PPO's actor and critic (orthogonal init) and a discriminator D(s, a) (tanh MLP)
+    trained on the ``expert``'s transitions."""
     check_spaces(expert, obs_space, act_space)  # a one-line error if they do not fit
-
-    # PPO's actor and critic (orthogonal init) and a discriminator D(s, a) (tanh MLP)
+    d = int(np.prod(obs_space.shape))
     actor: torch.nn.Module
     if isinstance(act_space, gym.spaces.Discrete):
         actor, a = DiscreteActor(d, int(act_space.n), p.hidden_sizes), 1
@@ -62,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     policy = ActorPolicy(
         actor=actor, action_space=act_space, deterministic_eval=p.deterministic_eval
     )
-    algorithm = GAIL(
+    return GAIL(
         policy=policy,
         critic=critic,
         expert_buffer=expert,
@@ -81,8 +76,9 @@ def main(argv: list[str] | None = None) -> None:
         return_scaling=p.return_scaling,
     )
 
-    train_on_policy(ALGO, args, p, algorithm, (train_envs, test_envs))
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__, dataset=True)
+    # the expert's transitions (a ReplayBuffer of (obs, act, ...)); PPO's training envs
+    expert = load_dataset(args.dataset)
+    train_on_policy(ALGO, args, p, lambda p, obs, act: build(p, obs, act, expert))

@@ -6,51 +6,23 @@
 One RMSprop step per 80-step rollout of 16 envs over the whole batch, GAE, normalized
 observations and a linearly decaying learning rate. The defaults are tdrl's ``mujoco``
 preset (``tdrl train a2c Hopper-v5``).
+
+The algorithm is ``tdrl.presets.mujoco.build_a2c``'s: ``mujoco_ppo.py``'s networks
+(``mujoco_actor_critic``), ``OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5,
+alpha=0.99)`` with the same linear decay, and ``A2C(..., vf_coef, ent_coef,
+max_grad_norm)``.
 """
 
 from __future__ import annotations
 
-import torch
-from common import make_envs, seed_everything, train_on_policy
+from common import make_normalized_envs, train_on_policy
 
-from tdrl.algorithm import OptimizerFactory
-from tdrl.algorithm.modelfree.a2c import A2C
 from tdrl.cli import parse_recipe_args
-from tdrl.presets.mujoco import lr_decay_updates, mujoco_actor_critic
-from tdrl.utils.schedule import linear_lr_decay
+from tdrl.presets.mujoco import build_a2c
 
 ALGO, TASK = "a2c", "Hopper-v5"
 
-
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments; observations normalized by a running mean/std of the training envs'
-    # observations, shared frozen with the test envs (as `tdrl train` makes them)
-    train_envs, test_envs = make_envs(p, normalize_obs=True)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
-
-    # Tianshou's MuJoCo networks (tanh MLPs, orthogonal init, the mean's last layer x 0.01,
-    # a free log std at -0.5), the library's builder: the policy and the critic
-    policy, critic = mujoco_actor_critic(p, obs_space, act_space)
-    optim = OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5, alpha=0.99)
-    if p.lr_decay:  # linearly to 0 over the run's updates (one per collect)
-        optim = optim.with_lr_scheduler(linear_lr_decay(lr_decay_updates(p)))
-    algorithm = A2C(
-        policy=policy,
-        critic=critic,
-        optim=optim,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        vf_coef=p.vf_coef,
-        ent_coef=p.ent_coef,
-        max_grad_norm=p.max_grad_norm,
-        return_scaling=p.return_scaling,
-    )
-
-    train_on_policy(ALGO, args, p, algorithm, (train_envs, test_envs))
-
-
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    # observations normalized by the training envs' running mean/std, shared frozen
+    train_on_policy(ALGO, args, p, build_a2c, envs=make_normalized_envs)

@@ -7,50 +7,22 @@ Natural policy gradient: the actor steps along ``F^-1 g`` (conjugate gradient on
 Fisher matrix of the policy's KL), scaled to ``trust_region_size``; the critic takes
 ``optim_critic_iters`` Adam steps per update. The defaults are tdrl's ``mujoco`` preset
 (``tdrl train npg Hopper-v5``).
+
+The algorithm is ``tdrl.presets.mujoco.build_npg``'s: ``mujoco_ppo.py``'s networks
+(``mujoco_actor_critic``) and decaying Adam (the critic's), and ``NPG(...,
+optim_critic_iters=p.optim_critic_iters, trust_region_size=p.trust_region_size)``.
 """
 
 from __future__ import annotations
 
-from common import make_envs, seed_everything, train_on_policy
+from common import make_normalized_envs, train_on_policy
 
-from tdrl.algorithm import AdamOptimizerFactory
-from tdrl.algorithm.modelfree.npg import NPG
 from tdrl.cli import parse_recipe_args
-from tdrl.presets.mujoco import lr_decay_updates, mujoco_actor_critic
-from tdrl.utils.schedule import linear_lr_decay
+from tdrl.presets.mujoco import build_npg
 
 ALGO, TASK = "npg", "Hopper-v5"
 
-
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments; observations normalized by a running mean/std of the training envs'
-    # observations, shared frozen with the test envs (as `tdrl train` makes them)
-    train_envs, test_envs = make_envs(p, normalize_obs=True)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
-
-    # Tianshou's MuJoCo networks (tanh MLPs, orthogonal init, the mean's last layer x 0.01,
-    # a free log std at -0.5), the library's builder: the policy and the critic
-    policy, critic = mujoco_actor_critic(p, obs_space, act_space)
-    optim = AdamOptimizerFactory(lr=p.lr)  # the critic's; the actor takes natural-gradient steps
-    if p.lr_decay:  # linearly to 0 over the run's updates (one per collect)
-        optim = optim.with_lr_scheduler(linear_lr_decay(lr_decay_updates(p)))
-    algorithm = NPG(
-        policy=policy,
-        critic=critic,
-        optim=optim,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        return_scaling=p.return_scaling,
-        advantage_normalization=p.advantage_normalization,
-        optim_critic_iters=p.optim_critic_iters,
-        trust_region_size=p.trust_region_size,
-    )
-
-    train_on_policy(ALGO, args, p, algorithm, (train_envs, test_envs))
-
-
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    # observations normalized by the training envs' running mean/std, shared frozen
+    train_on_policy(ALGO, args, p, build_npg, envs=make_normalized_envs)

@@ -11,7 +11,10 @@ normalized observations and a linearly decaying learning rate. The defaults are 
 
 from __future__ import annotations
 
-from common import make_envs, seed_everything, train_on_policy
+from typing import Any
+
+import gymnasium as gym
+from common import make_normalized_envs, train_on_policy
 
 from tdrl.algorithm import AdamOptimizerFactory
 from tdrl.algorithm.modelfree.ppo import PPO
@@ -22,22 +25,14 @@ from tdrl.utils.schedule import linear_lr_decay
 ALGO, TASK = "ppo", "Hopper-v5"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments; observations normalized by a running mean/std of the training envs'
-    # observations, shared frozen with the test envs (as `tdrl train` makes them)
-    train_envs, test_envs = make_envs(p, normalize_obs=True)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
-
-    # Tianshou's MuJoCo networks (tanh MLPs, orthogonal init, the mean's last layer x 0.01,
-    # a free log std at -0.5), the library's builder: the policy and the critic
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> PPO:
+    """Tianshou's MuJoCo networks from the library's builder (tanh MLPs, orthogonal init,
+    the mean's last layer x 0.01, a free log std at -0.5), the optimizer and the algorithm."""
     policy, critic = mujoco_actor_critic(p, obs_space, act_space)
     optim = AdamOptimizerFactory(lr=p.lr)  # one Adam for the actor and the critic
     if p.lr_decay:  # linearly to 0 over the run's updates (one per collect)
         optim = optim.with_lr_scheduler(linear_lr_decay(lr_decay_updates(p)))
-    algorithm = PPO(
+    return PPO(
         policy=policy,
         critic=critic,
         optim=optim,
@@ -54,8 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         return_scaling=p.return_scaling,
     )
 
-    train_on_policy(ALGO, args, p, algorithm, (train_envs, test_envs))
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    # observations normalized by the training envs' running mean/std, shared frozen
+    train_on_policy(ALGO, args, p, build, envs=make_normalized_envs)

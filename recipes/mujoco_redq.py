@@ -12,34 +12,29 @@ replay buffer, a random warm-up (at most half of a short run). The defaults are 
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
-from common import make_envs, seed_everything, train_off_policy
+from common import train_off_policy
 
 from tdrl.algorithm.modelfree.redq import REDQ
 from tdrl.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tdrl.cli import parse_recipe_args
-from tdrl.data import VectorReplayBuffer
 from tdrl.utils.net import GaussianActor, QCritic
 
 ALGO, TASK = "redq", "Hopper-v5"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments: training envs explore, test envs measure the policy
-    train_envs, test_envs = make_envs(p)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> REDQ:
+    """Squashed Gaussian actor, an ensemble of Q critics, entropy temperature, algorithm."""
     d = int(np.prod(obs_space.shape))
-
-    # squashed Gaussian actor, an ensemble of Q critics, entropy temperature, algorithm
     a = int(np.prod(act_space.shape))
     policy = SACPolicy(actor=GaussianActor(d, a, p.hidden_sizes), action_space=act_space)
     alpha: float | AutoAlpha = p.alpha
     if p.auto_alpha:
         alpha = AutoAlpha("auto", log_alpha=float(np.log(p.alpha)), optim=p.alpha_lr)
-    algorithm = REDQ(
+    return REDQ(
         policy=policy,
         policy_optim=p.actor_lr,
         critic=[QCritic(d, a, p.hidden_sizes) for _ in range(p.ensemble_size)],
@@ -54,11 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         target_mode=p.target_mode,
     )
 
-    # replay buffer and collectors; a random warm-up fills the buffer first
-    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
-
-    train_off_policy(ALGO, args, p, algorithm, buffer, (train_envs, test_envs), noise=False)
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+
+    train_off_policy(ALGO, args, p, build, noise=False)

@@ -6,64 +6,20 @@
 Deterministic actor with Gaussian exploration noise, twin critics, target policy
 smoothing and a delayed actor (ReLU MLPs 256-256).
 
-One env, one env step per collect and one gradient step per env step, a 1M replay
-buffer, a random warm-up (at most half of a short run). The defaults are tdrl's
-``mujoco`` preset (``tdrl train td3 Hopper-v5``): 50 epochs of 5000 steps.
+The same script as ``classic_td3.py``: the ``mujoco`` preset (``tdrl train td3
+Hopper-v5``) sets the numbers (one env, one env step per collect and one gradient step
+per env step, a 1M replay buffer, 50 epochs of 5000 steps).
 """
 
 from __future__ import annotations
 
-import numpy as np
-from common import make_envs, seed_everything, train_off_policy
+from classic_td3 import ALGO, build  # the same networks: the preset sets the numbers
+from common import train_off_policy
 
-from tdrl.algorithm.exploration import GaussianNoise, OUNoise
-from tdrl.algorithm.modelfree.td3 import TD3, ContinuousDeterministicPolicy
 from tdrl.cli import parse_recipe_args
-from tdrl.data import VectorReplayBuffer
-from tdrl.utils.net import DeterministicActor, QCritic
 
-ALGO, TASK = "td3", "Hopper-v5"
-
-
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__)
-    seed_everything(args.seed)
-
-    # environments: training envs explore, test envs measure the policy
-    train_envs, test_envs = make_envs(p)
-    obs_space, act_space = train_envs.observation_space[0], train_envs.action_space[0]
-    d = int(np.prod(obs_space.shape))
-
-    # deterministic actor with Gaussian exploration noise, twin critics, algorithm
-    a = int(np.prod(act_space.shape))
-    policy = ContinuousDeterministicPolicy(
-        actor=DeterministicActor(d, a, p.hidden_sizes),
-        action_space=act_space,
-        exploration_noise=(
-            GaussianNoise(sigma=p.noise_sigma)
-            if p.exploration_noise == "gaussian"
-            else OUNoise(sigma=p.noise_sigma)
-        ),
-    )
-    algorithm = TD3(
-        policy=policy,
-        policy_optim=p.actor_lr,
-        critic=QCritic(d, a, p.hidden_sizes),
-        critic_optim=p.critic_lr,
-        critic2=QCritic(d, a, p.hidden_sizes),
-        tau=p.tau,
-        gamma=p.gamma,
-        policy_noise=p.policy_noise,  # target policy smoothing
-        noise_clip=p.noise_clip,
-        update_actor_freq=p.update_actor_freq,  # delayed actor updates
-        n_step=p.n_step,
-    )
-
-    # replay buffer and collectors; a random warm-up fills the buffer first
-    buffer = VectorReplayBuffer(p.buffer_size, p.training_num)
-
-    train_off_policy(ALGO, args, p, algorithm, buffer, (train_envs, test_envs), noise=True)
-
+TASK = "Hopper-v5"
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    train_off_policy(ALGO, args, p, build, noise=True)

@@ -8,16 +8,16 @@ Supervised learning of the dataset's actions: mean squared error for a Box (a
 deterministic actor), cross-entropy for a Discrete action space (``--task CartPole-v1``
 with ``tdrl gather dqn CartPole-v1`` data).
 
-``--dataset`` is an HDF5 replay buffer (``tdrl gather``, Tianshou's or a D4RL-style flat
-file) or ``minari:NAME``. The defaults are tdrl's registry preset for the task (``tdrl
-train bc Pendulum-v1 --dataset FILE`` trains the same thing).
+Defaults: tdrl's preset, as ``tdrl train bc Pendulum-v1 --dataset FILE``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
-from common import load_offline, seed_everything, train_offline
+from common import train_offline
 from torch import nn
 
 from tdrl.algorithm.imitation.bc import BC, ImitationPolicy
@@ -27,16 +27,11 @@ from tdrl.utils.net import MLP, DeterministicActor
 ALGO, TASK = "bc", "Pendulum-v1"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__, dataset=True)
-    seed_everything(args.seed)
-
-    # the dataset to learn from (a ReplayBuffer of transitions), test envs to measure the
-    # policy in, and their spaces (a one-line error if the dataset does not fit them)
-    dataset, test_envs, obs_space, act_space = load_offline(args, p)
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space, dataset: Any) -> BC:
+    """The actor (logits for Discrete, a tanh-bounded action for Box), policy,
+    algorithm."""
     d = int(np.prod(obs_space.shape))
 
-    # the actor (logits for Discrete, a tanh-bounded action for Box), policy, algorithm
     actor: nn.Module
     if isinstance(act_space, gym.spaces.Discrete):
         actor = MLP(d, int(act_space.n), p.hidden_sizes, output_activation=None)
@@ -51,10 +46,9 @@ def main(argv: list[str] | None = None) -> None:
         output=p.output,
         action_scaling=isinstance(act_space, gym.spaces.Box),
     )
-    algorithm = BC(policy=policy, optim=p.lr)
-
-    train_offline(ALGO, args, p, algorithm, dataset, test_envs)
+    return BC(policy=policy, optim=p.lr)
 
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__, dataset=True)
+    train_offline(ALGO, args, p, build)

@@ -7,15 +7,16 @@
 SAC whose critics are pushed down on sampled actions (a logsumexp over random and
 policy actions) and up on the dataset's, with a Lagrange-tuned weight.
 
-``--dataset`` is an HDF5 replay buffer (``tdrl gather``, Tianshou's or a D4RL-style flat
-file) or ``minari:NAME``. The defaults are tdrl's registry preset for the task (``tdrl
-train cql Pendulum-v1 --dataset FILE`` trains the same thing).
+Defaults: tdrl's preset, as ``tdrl train cql Pendulum-v1 --dataset FILE``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
-from common import load_offline, seed_everything, train_offline
+from common import train_offline
 
 from tdrl.algorithm.imitation.cql import CQL, AutoAlpha, SACPolicy
 from tdrl.cli import parse_recipe_args
@@ -24,16 +25,11 @@ from tdrl.utils.net import GaussianActor, QCritic
 ALGO, TASK = "cql", "Pendulum-v1"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__, dataset=True)
-    seed_everything(args.seed)
-
-    # the dataset to learn from (a ReplayBuffer of transitions), test envs to measure the
-    # policy in, and their spaces (a one-line error if the dataset does not fit them)
-    dataset, test_envs, obs_space, act_space = load_offline(args, p)
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space, dataset: Any) -> CQL:
+    """Squashed Gaussian actor, twin critics (inside CQL), entropy temperature,
+    algorithm."""
     d = int(np.prod(obs_space.shape))
 
-    # squashed Gaussian actor, twin critics (inside CQL), entropy temperature, algorithm
     a = int(np.prod(act_space.shape))
     policy = SACPolicy(
         actor=GaussianActor(d, a, p.hidden_sizes),
@@ -43,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     alpha: float | AutoAlpha = p.alpha
     if p.auto_alpha:
         alpha = AutoAlpha("auto", log_alpha=0.0, optim=p.alpha_lr)
-    algorithm = CQL(
+    return CQL(
         policy=policy,
         policy_optim=p.actor_lr,
         critic=QCritic(d, a, p.hidden_sizes),
@@ -63,8 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         calibrated=p.calibrated,
     )
 
-    train_offline(ALGO, args, p, algorithm, dataset, test_envs)
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__, dataset=True)
+    train_offline(ALGO, args, p, build)

@@ -8,15 +8,16 @@ A value net fit by expectile regression to the critics (never querying unseen
 actions), critics to ``r + gamma * V(s')``, and the actor by advantage-weighted
 regression ``exp(beta * (Q - V)) * log pi(a|s)``.
 
-``--dataset`` is an HDF5 replay buffer (``tdrl gather``, Tianshou's or a D4RL-style flat
-file) or ``minari:NAME``. The defaults are tdrl's registry preset for the task (``tdrl
-train iql Pendulum-v1 --dataset FILE`` trains the same thing).
+Defaults: tdrl's preset, as ``tdrl train iql Pendulum-v1 --dataset FILE``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
-from common import load_offline, seed_everything, train_offline
+from common import train_offline
 from torch import nn
 
 from tdrl.algorithm.imitation.iql import IQL, IQLPolicy
@@ -26,22 +27,16 @@ from tdrl.utils.net import GaussianActor, QCritic, VCritic
 ALGO, TASK = "iql", "Pendulum-v1"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__, dataset=True)
-    seed_everything(args.seed)
-
-    # the dataset to learn from (a ReplayBuffer of transitions), test envs to measure the
-    # policy in, and their spaces (a one-line error if the dataset does not fit them)
-    dataset, test_envs, obs_space, act_space = load_offline(args, p)
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space, dataset: Any) -> IQL:
+    """Gaussian actor with a bounded mean, twin critics, a value net, policy, algorithm."""
     d = int(np.prod(obs_space.shape))
 
-    # Gaussian actor with a bounded mean, twin critics, a value net, policy, algorithm
     a = int(np.prod(act_space.shape))
     actor = GaussianActor(d, a, p.hidden_sizes, state_dependent_std=False, bounded_loc=True)
     policy = IQLPolicy(
         actor=actor, action_space=act_space, observation_space=obs_space, deterministic_eval=True
     )
-    algorithm = IQL(
+    return IQL(
         policy=policy,
         policy_optim=p.actor_lr,
         critic=QCritic(d, a, p.hidden_sizes),
@@ -56,8 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         max_weight=p.max_weight,
     )
 
-    train_offline(ALGO, args, p, algorithm, dataset, test_envs)
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__, dataset=True)
+    train_offline(ALGO, args, p, build)

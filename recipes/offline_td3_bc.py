@@ -8,15 +8,16 @@ TD3 whose actor loss adds a behavior-cloning term: ``-lambda * Q(s, mu(s)) +
 (mu(s) - a)^2`` with ``lambda = alpha / mean|Q|``; observations normalized by the
 dataset's mean and std.
 
-``--dataset`` is an HDF5 replay buffer (``tdrl gather``, Tianshou's or a D4RL-style flat
-file) or ``minari:NAME``. The defaults are tdrl's registry preset for the task (``tdrl
-train td3_bc Pendulum-v1 --dataset FILE`` trains the same thing).
+Defaults: tdrl's preset, as ``tdrl train td3_bc Pendulum-v1 --dataset FILE``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
-from common import load_offline, seed_everything, train_offline
+from common import train_offline
 
 from tdrl.algorithm.imitation.td3_bc import TD3BC, TD3BCPolicy, dataset_obs_rms
 from tdrl.cli import parse_recipe_args
@@ -25,17 +26,11 @@ from tdrl.utils.net import DeterministicActor, QCritic
 ALGO, TASK = "td3_bc", "Pendulum-v1"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, p = parse_recipe_args(ALGO, TASK, argv, description=__doc__, dataset=True)
-    seed_everything(args.seed)
-
-    # the dataset to learn from (a ReplayBuffer of transitions), test envs to measure the
-    # policy in, and their spaces (a one-line error if the dataset does not fit them)
-    dataset, test_envs, obs_space, act_space = load_offline(args, p)
+def build(p: Any, obs_space: gym.Space, act_space: gym.Space, dataset: Any) -> TD3BC:
+    """Deterministic actor, twin critics, a policy that normalizes observations by the
+    dataset's statistics (also in the test envs), algorithm."""
     d = int(np.prod(obs_space.shape))
 
-    # deterministic actor, twin critics, a policy that normalizes observations by the
-    # dataset's statistics (also in the test envs), algorithm
     a = int(np.prod(act_space.shape))
     policy = TD3BCPolicy(
         actor=DeterministicActor(d, a, p.hidden_sizes),
@@ -43,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
         observation_space=obs_space,
         obs_rms=dataset_obs_rms(dataset) if p.norm_obs else None,
     )
-    algorithm = TD3BC(
+    return TD3BC(
         policy=policy,
         policy_optim=p.actor_lr,
         critic=QCritic(d, a, p.hidden_sizes),
@@ -58,8 +53,7 @@ def main(argv: list[str] | None = None) -> None:
         n_step=p.n_step,
     )
 
-    train_offline(ALGO, args, p, algorithm, dataset, test_envs)
-
 
 if __name__ == "__main__":
-    main()
+    args, p = parse_recipe_args(ALGO, TASK, description=__doc__, dataset=True)
+    train_offline(ALGO, args, p, build)

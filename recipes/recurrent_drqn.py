@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     # collectors carry each env's hidden state; a random warm-up fills the buffer first
     buffer = VectorReplayBuffer(p.buffer_size, p.training_num, stack_num=p.stack_num)
     train_collector, test_collector = make_collectors(
-        policy, train_envs, test_envs, buffer, args.seed, exploration_noise=True
+        policy, train_envs, test_envs, buffer, args.seed, noise=True
     )
     warm_up(train_collector, p)  # random steps, at most half the run's
 

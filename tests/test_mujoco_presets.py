@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from tdrl.errors import PresetError
 from tdrl.env import DummyVectorEnv
+from tdrl.errors import PresetError
 from tdrl.launch import (
     ExperimentConfig,
     NormObsDummyVectorEnv,

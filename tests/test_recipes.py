@@ -7,6 +7,7 @@ suite (about 5 s of CPU each).
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -123,10 +124,82 @@ def test_recipe_smoke_slow(name: str, tmp_path: Path) -> None:
     check_summary(stdout, algo, task)
 
 
+# the recipes' shared modules: imported by the recipes, not run themselves
+SHARED = {"common", "common_atari"}
+
+
 def test_every_recipe_is_smoke_tested() -> None:
     recipes = {p.stem for p in RECIPES.glob("*.py")}
     own = {"tictactoe_dqn"}  # tested in tests/algorithm/multiagent
-    assert recipes - own == set(CASES) | set(SLOW_CASES)
+    assert recipes - own - SHARED == set(CASES) | set(SLOW_CASES)
+
+
+# ------------------------------------------------------------ the recipes' imports of tdrl
+# modules that are becoming compatibility aliases of their new homes (tdrl.experiment,
+# tdrl.presets, tdrl.algorithm): a recipe imports the new home
+OLD_MODULES = (
+    "tdrl.launch",
+    "tdrl.registry",
+    "tdrl.checkpoint",
+    "tdrl.algorithm.base",
+    "tdrl.algorithm.presets",
+)
+
+
+def private_imports(source: str) -> list[str]:
+    """The imports in ``source`` that a recipe must not make: a module in (or below)
+    :data:`OLD_MODULES`, or a module path segment or imported name that begins with ``_``
+    (``__future__`` aside), each as ``line: module[.name]``."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            paths = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            base = "." * node.level + (node.module or "")
+            paths = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for path in paths:
+            old = any(path == m or path.startswith(m + ".") for m in OLD_MODULES)
+            if old or any(part.startswith("_") for part in path.split(".") if part):
+                bad.append(f"{node.lineno}: {path}")
+    return bad
+
+
+@pytest.mark.parametrize("path", sorted(RECIPES.glob("*.py")), ids=lambda p: p.name)
+def test_recipe_imports_only_public_tdrl(path: Path) -> None:
+    assert private_imports(path.read_text()) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import tdrl.launch",
+        "from tdrl.launch import run_experiment",
+        "from tdrl import registry",
+        "from tdrl.registry import preset",
+        "import tdrl.checkpoint as ckpt",
+        "from tdrl.algorithm.base import AdamOptimizerFactory",
+        "from tdrl.algorithm.presets import something",
+        "from tdrl.presets.atari import _net_args",
+        "from tdrl.utils._private import helper",
+        "import tdrl._internal",
+        "def main():\n    from tdrl.registry import preset",
+    ],
+)
+def test_private_imports_catches_a_bad_import(source: str) -> None:
+    assert len(private_imports(source)) >= 1, source
+
+
+def test_private_imports_passes_public_ones() -> None:
+    source = (
+        "from __future__ import annotations\n"
+        "from tdrl.algorithm import AdamOptimizerFactory\n"
+        "from tdrl.presets.mujoco import mujoco_actor_critic\n"
+        "from tdrl.launcher import thing\n"  # a prefix of a name is not the module
+        "import common\n"
+    )
+    assert private_imports(source) == []
 
 
 @pytest.mark.parametrize("page", ["recipes/README.md", "docs/recipes.md"])

@@ -6,7 +6,7 @@ Written once here for DDPG, TD3, SAC, REDQ, discrete SAC, TD3+BC, BCQ, CQL, IQL:
   copies ``Q'_j`` moved by a soft update ``Q'_j <- (1 - tau) Q'_j + tau Q_j`` after every
   gradient step;
 * per-group optimizers: the actor, the critics, and whatever a subclass adds (SAC's
-  temperature), each stepped by its own stage (:class:`~tdrl.algorithm.base.Stage`);
+  temperature), each stepped by its own stage (:class:`~tdrl.algorithm.optim.Stage`);
 * the critic loss ``L_Q = mean(w sum_j (Q_j(s, a) - y)^2)`` against an n-step target
   ``y = G_n + gamma^n (1 - term) V'(s_{t+n})`` whose bootstrap ``V'`` a subclass defines
   (:meth:`OffPolicyActorCritic.next_value`), with ``td_error = mean_j (Q_j - y)`` for
@@ -14,6 +14,10 @@ Written once here for DDPG, TD3, SAC, REDQ, discrete SAC, TD3+BC, BCQ, CQL, IQL:
 * :meth:`OffPolicyActorCritic.q_values` evaluates the ensemble (online or target); for the
   actor's loss outside tdrl's own update it uses detached critic weights, so the actor
   term never reaches the critics' parameters under one joint optimizer.
+
+:class:`DeterministicActorCritic` is the deterministic-actor branch (DDPG, TD3, TD3+BC): a
+target actor, the bootstrap ``min_j Q'_j(s', pi'(s'))`` and the actor loss
+``-mean(Q_1(s, pi(s)))``.
 """
 
 from __future__ import annotations
@@ -26,23 +30,26 @@ import gymnasium as gym
 import numpy as np
 import torch
 from tensordict import TensorDictBase
+from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.func import functional_call
 
-from tdrl.algorithm.base import (
-    Algorithm,
-    OptimizerFactory,
-    Policy,
-    call_model,
-    make_batch,
-    require_at_least,
-    require_unit,
-)
+from tdrl.algorithm.algorithm_base import Algorithm
+from tdrl.algorithm.checks import require_at_least, require_unit
 from tdrl.algorithm.exploration import BaseNoise
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.data.batch import Batch
 from tdrl.utils.net import QCritic
 
-__all__ = ["AutoAlpha", "ContinuousDeterministicPolicy", "OffPolicyActorCritic", "reinit_copy"]
+__all__ = [
+    "AutoAlpha",
+    "ContinuousDeterministicPolicy",
+    "DeterministicActorCritic",
+    "OffPolicyActorCritic",
+    "reinit_copy",
+]
 
 
 def reinit_copy(module: nn.Module) -> nn.Module:
@@ -293,4 +300,96 @@ class OffPolicyActorCritic(Algorithm):
             sq = sq + t.pow(2)
         w = self.weights(td)
         td.set("td_error", (sum(tds[1:], tds[0]) / len(tds)).detach())
-        return {"loss_qvalue": (sq * w).mean() if w is not None else sq.mean()}
+        return {"loss_qvalue": weighted_mean(sq, w)}
+
+
+class DeterministicActorCritic(OffPolicyActorCritic):
+    """Base of DDPG and TD3: a deterministic actor with a soft-updated target copy.
+
+    :param policy: a :class:`~tdrl.algorithm.actor_critic.ContinuousDeterministicPolicy`.
+    :param policy_optim: optimizer factory (or Adam lr) for the actor.
+    :param critics: the Q critics ``(obs, act) -> Q [B, 1]``.
+    :param critic_optim: optimizer factory (or Adam lr) for all critics together.
+    :param tau: soft target update rate (critics and actor).
+    :param gamma: discount factor.
+    :param n_step: n-step return horizon.
+    :param actor_every: the actor stage and the soft target update run on every
+        ``actor_every``-th gradient step (the first included; TD3's delayed actor).
+
+    Stages: :meth:`critic_losses` (``loss_qvalue``, the base's) then :meth:`actor_losses`
+    (``loss_actor``). The bootstrap is ``min_j Q'_j(s', target_action(s'))``.
+
+    >>> import gymnasium as gym
+    >>> from tdrl.utils.net import DeterministicActor, QCritic
+    >>> policy = ContinuousDeterministicPolicy(
+    ...     actor=DeterministicActor(3, 1, (8,)), action_space=gym.spaces.Box(-2.0, 2.0, (1,)))
+    >>> alg = DeterministicActorCritic(policy=policy, policy_optim=1e-3,
+    ...                                critics=[QCritic(3, 1, (8,))], critic_optim=1e-3)
+    >>> alg.next_value(torch.zeros(4, 3)).shape
+    torch.Size([4])
+    """
+
+    actor_old: nn.Module
+    actor: nn.Module
+    actor_params: TensorDictParams
+    target_actor_params: TensorDictParams
+    critic1: nn.Module
+    critic1_params: TensorDictParams
+    target_critic1_params: TensorDictParams
+    critic2: nn.Module
+    critic2_params: TensorDictParams
+    target_critic2_params: TensorDictParams
+
+    def __init__(
+        self,
+        *,
+        policy: ContinuousDeterministicPolicy,
+        policy_optim: OptimizerFactory | float,
+        critics: Sequence[nn.Module],
+        critic_optim: OptimizerFactory | float,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        n_step: int = 1,
+        actor_every: int = 1,
+    ) -> None:
+        if not isinstance(policy, ContinuousDeterministicPolicy):
+            raise ValueError(
+                f"policy: expected a ContinuousDeterministicPolicy, got {type(policy).__name__}"
+            )
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critics=critics,
+            critic_optim=critic_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step=n_step,
+            actor_target=True,
+        )
+        self.policy: ContinuousDeterministicPolicy = policy
+        self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
+        # the actor (and, with it, the soft target update) every actor_every-th step
+        self._add_stage(
+            self.actor_losses,
+            ("loss_actor", self.policy_optim),
+            every=actor_every,
+            gates_targets=actor_every > 1,
+        )
+
+    def target_action(self, obs_next: Any) -> torch.Tensor:
+        """The action the bootstrap evaluates: the target actor's ``pi'(s')``."""
+        act, _ = call_model(self.actor_old, obs_next)
+        return act  # type: ignore[no-any-return]
+
+    def next_value(self, obs_next: Any) -> torch.Tensor:
+        """``min_j Q'_j(s', a')`` with ``a' = target_action(s')`` (one critic: ``Q'``)."""
+        qs = self.q_values(obs_next, self.target_action(obs_next), target=True)
+        return qs[0] if len(qs) == 1 else torch.stack(qs).min(0).values
+
+    def actor_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """``loss_actor = -mean(Q_1(s, pi(s)))``, through the first critic with its weights
+        held fixed (the gradient reaches the actor only)."""
+        obs = self.obs_of(td)
+        act, _ = call_model(self.policy.actor, obs)
+        q = self.q_values(obs, act, detach=True)[0]
+        return {"loss_actor": -q.mean()}

@@ -52,8 +52,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from tdrl.algorithm.optim import GradStep
+from tdrl.algorithm.policy import _train_mode, within_training_step
+
 if TYPE_CHECKING:
-    from tdrl.algorithm.base import Algorithm, GradStep
+    from tdrl.algorithm.algorithm_base import Algorithm
 
 __all__ = [
     "MODES",
@@ -88,7 +91,7 @@ def compile_algorithm(
 ) -> Algorithm:
     """Run ``algorithm``'s update (loss stages and optimizer steps) through ``torch.compile``.
 
-    :param algorithm: any tdrl :class:`~tdrl.algorithm.base.Algorithm`.
+    :param algorithm: any tdrl :class:`~tdrl.algorithm.algorithm_base.Algorithm`.
     :param mode: ``torch.compile``'s mode (``None``, ``"default"``, ``"reduce-overhead"``
         (CUDA graphs on a GPU), ``"max-autotune"``, ...).
     :param backend: ``"inductor"`` (default), ``"aot_eager"`` (tracing without code
@@ -289,8 +292,6 @@ def warmup(algorithm: Algorithm, buffer: Any, batch_size: int | None) -> float:
     continues exactly as without the warm-up. Returns the seconds it took.
     """
     import time
-
-    from tdrl.algorithm.base import _train_mode, within_training_step
 
     start = time.perf_counter()
     every = max([stage.every for stage in algorithm._stages] or [1])

@@ -21,6 +21,11 @@ Tianshou 2.0.1's ``QRDQN``, ``IQN`` and ``FQF`` do (at ``u == 0`` the Huber term
 are 0, so ``<`` here and Tianshou's ``<=`` give the same loss and gradient), and the same
 reduction (see ``sum_over``).
 
+The family's shared algorithm parts live here too: the atoms of the taken and of the
+bootstrap action (:func:`taken_atoms`, :func:`bootstrap_atoms`, used by C51, Rainbow, QR-DQN
+and discrete CQL), the TD(0)-only value estimator (:func:`make_td0_estimator`) and the
+base of IQN and FQF (:class:`QuantileQLearningAlgorithm`, quantile-valued targets).
+
 >>> z = categorical_support(-1.0, 1.0, 5)
 >>> categorical_projection(torch.tensor([[0.0, 0.0, 1.0, 0.0, 0.0]]), 0.25, 1.0, z)
 tensor([[0.0000, 0.0000, 0.5000, 0.5000, 0.0000]])
@@ -28,17 +33,27 @@ tensor([[0.0000, 0.0000, 0.5000, 0.5000, 0.0000]])
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
+from tensordict import TensorDictBase
+from torch import nn
+
+from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, mask_q
 
 __all__ = [
+    "QuantileQLearningAlgorithm",
+    "bootstrap_atoms",
     "categorical_projection",
     "categorical_support",
+    "check_atoms",
+    "make_td0_estimator",
     "quantile_huber_loss",
     "quantile_midpoints",
     "quantile_priority",
+    "take_action",
+    "taken_atoms",
 ]
 
 TensorLike = torch.Tensor | float
@@ -253,3 +268,139 @@ def quantile_priority(
     """
     p, t = _pairwise(pred_quantiles.detach(), target_quantiles)
     return _huber(p, t, kappa).sum(-1).mean(-1)
+
+
+# -- the distributional Q-learning family's shared parts -------------------------------
+
+
+def check_atoms(out: torch.Tensor, num_atoms: int, name: str) -> None:
+    """Raise ``ValueError`` unless the network output is ``[B, n_actions, num_atoms]``.
+
+    >>> check_atoms(torch.zeros(2, 3, 5), 5, "num_atoms")
+    >>> check_atoms(torch.zeros(2, 3), 5, "num_atoms")
+    Traceback (most recent call last):
+    ...
+    ValueError: model output: expected [B, n_actions, num_atoms=5], got shape (2, 3)
+    """
+    if out.dim() != 3 or out.shape[-1] != num_atoms:
+        raise ValueError(
+            f"model output: expected [B, n_actions, {name}={num_atoms}], "
+            f"got shape {tuple(out.shape)}"
+        )
+
+
+def taken_atoms(
+    policy: QLearningPolicy, obs: Any, act: torch.Tensor, num_atoms: int, name: str
+) -> torch.Tensor:
+    """The online network's atoms ``[B, num_atoms]`` of the stored actions ``act``.
+
+    :param name: the argument that set ``num_atoms``, named by the shape error.
+
+    >>> import gymnasium as gym
+    >>> from tdrl.algorithm.modelfree.c51 import C51Policy
+    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 6), torch.nn.Unflatten(1, (2, 3)))
+    >>> p = C51Policy(model=net, action_space=gym.spaces.Discrete(2), num_atoms=3)
+    >>> taken_atoms(p, torch.zeros(4, 1), torch.tensor([0, 1, 1, 0]), 3, "num_atoms").shape
+    torch.Size([4, 3])
+    """
+    out, _, _ = policy.model_output(obs)
+    check_atoms(out, num_atoms, name)
+    index = act.long().reshape(-1, 1, 1).expand(-1, 1, out.shape[-1])
+    return out.gather(1, index).squeeze(1)
+
+
+def bootstrap_atoms(
+    policy: QLearningPolicy, obs_next: Any, target_model: nn.Module | None, is_double: bool
+) -> torch.Tensor:
+    """The atoms ``[B, K]`` of the bootstrap action at ``obs_next`` (no gradient).
+
+    With a target network, the target network's atoms of the action the online network
+    picks (``is_double``, Tianshou's choice) or of the target network's own greedy action;
+    without one, the online network's atoms of its greedy action. Greedy over the expected
+    Q-values (the policy's head hook) among the legal actions.
+
+    >>> import gymnasium as gym
+    >>> from tdrl.algorithm.modelfree.c51 import C51Policy
+    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 6), torch.nn.Unflatten(1, (2, 3)))
+    >>> p = C51Policy(model=net, action_space=gym.spaces.Discrete(2), num_atoms=3)
+    >>> bootstrap_atoms(p, torch.zeros(4, 1), None, True).shape
+    torch.Size([4, 3])
+    """
+    with torch.no_grad():
+        if target_model is None:
+            out, mask, _ = policy.model_output(obs_next)
+            q = policy.q_from_output(out)
+        else:
+            out, mask, _ = policy.model_output(obs_next, target_model)
+            q = policy.q_from_output(policy.model_output(obs_next)[0] if is_double else out)
+        if mask is not None:
+            q = mask_q(q, mask)
+        act = q.argmax(dim=-1)
+        return out[torch.arange(out.shape[0], device=out.device), act]
+
+
+def make_td0_estimator(
+    alg: QLearningAlgorithm, value_type: Any, hyperparams: dict[str, Any]
+) -> None:
+    """``alg.make_value_estimator`` of the distributional algorithms: TD(0) (the only
+    estimator of a distribution's one-step target; ``gamma`` may be set), else
+    ``NotImplementedError``.
+
+    >>> import gymnasium as gym
+    >>> from tdrl.algorithm.modelfree.c51 import C51, C51Policy
+    >>> from tdrl.utils.net_distributional import DistributionalQNet
+    >>> p = C51Policy(model=DistributionalQNet(4, 2, 11, (8,), softmax=True),
+    ...               action_space=gym.spaces.Discrete(2), num_atoms=11)
+    >>> alg = C51(policy=p)
+    >>> make_td0_estimator(alg, None, {"gamma": 0.5})
+    >>> float(alg._value_estimator.gamma)
+    0.5
+    """
+    from torchrl.objectives import ValueEstimators
+
+    if value_type not in (None, ValueEstimators.TD0):
+        raise NotImplementedError(
+            f"value_type: {type(alg).__name__} supports ['TD0'] (a one-step "
+            f"distributional target), got {value_type}"
+        )
+    QLearningAlgorithm.make_value_estimator(alg, value_type, **hyperparams)
+
+
+def take_action(z: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+    """The quantile values ``[B, N]`` of action ``act [B]`` in ``z [B, n_actions, N]``.
+
+    >>> z = torch.arange(12.0).reshape(2, 3, 2)
+    >>> take_action(z, torch.tensor([2, 0])).tolist()
+    [[4.0, 5.0], [6.0, 7.0]]
+    """
+    index = act.long().reshape(-1, 1, 1).expand(-1, 1, z.shape[-1])
+    return z.gather(1, index).squeeze(1)
+
+
+class QuantileQLearningAlgorithm(QLearningAlgorithm):
+    """Q-learning with quantile-valued targets (the base of IQN and FQF).
+
+    The bootstrap :meth:`next_value` is a vector of quantile values ``[B, M]``, so the
+    n-step ``returns`` are ``[B, M]`` as well (``r + gamma^n (1 - term) Z'``, per
+    quantile). A TorchRL batch gets the one-step version per quantile
+    (:meth:`Algorithm.one_step_returns`).
+    Subclasses define :meth:`next_value` and :meth:`q_losses`.
+
+    >>> import gymnasium as gym
+    >>> from tdrl.algorithm.modelfree.iqn import IQN, IQNPolicy
+    >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
+    >>> net = ImplicitQuantileNetwork(1, 2, hidden_sizes=(4,), num_cosines=2)
+    >>> alg = IQN(policy=IQNPolicy(model=net, action_space=gym.spaces.Discrete(2)))
+    >>> isinstance(alg, QuantileQLearningAlgorithm)
+    True
+    """
+
+    def _greedy(self, out: Any, mask: Any) -> torch.Tensor:
+        """The greedy action ``[B]`` of a network output (masked)."""
+        q = self.policy.q_from_output(out)
+        return (mask_q(q, mask) if mask is not None else q).argmax(1)
+
+    def _target_quantiles(self, td: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
+        """The ``returns [B, M]`` of a batch in the dtype of ``like``."""
+        returns: torch.Tensor = td["returns"]
+        return returns.reshape(like.shape[0], -1).to(like.dtype)

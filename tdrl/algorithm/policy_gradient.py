@@ -29,14 +29,9 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 from torch.distributions import Categorical, Distribution, Independent, Normal
 
-from tdrl.algorithm.base import (
-    Algorithm,
-    Policy,
-    call_model,
-    make_batch,
-    require_at_least,
-    require_unit,
-)
+from tdrl.algorithm.algorithm_base import Algorithm
+from tdrl.algorithm.checks import require_at_least, require_unit
+from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.algorithm.returns import compute_episodic_return
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch

@@ -22,7 +22,7 @@ a loss non-finite.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -31,15 +31,10 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictParams
 from torch import nn
 
-from tdrl.algorithm.base import (
-    Algorithm,
-    OptimizerFactory,
-    Policy,
-    call_model,
-    make_batch,
-    require_at_least,
-    require_unit,
-)
+from tdrl.algorithm.algorithm_base import Algorithm
+from tdrl.algorithm.checks import require_at_least, require_instance, require_unit
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.data.batch import Batch
 
 __all__ = ["QLearningAlgorithm", "QLearningPolicy", "mask_q"]
@@ -179,6 +174,8 @@ class QLearningAlgorithm(Algorithm):
     :meth:`next_value`).
     """
 
+    policy_class: ClassVar[type[QLearningPolicy] | None] = None
+    """The policy class a subclass needs (checked before anything else; ``None``: any)."""
     model: nn.Module
     model_old: nn.Module | None
     model_params: TensorDictParams
@@ -195,6 +192,8 @@ class QLearningAlgorithm(Algorithm):
         is_double: bool = True,
         max_grad_norm: float | None = None,
     ) -> None:
+        if self.policy_class is not None:
+            require_instance("policy", policy, self.policy_class)
         require_unit(gamma=gamma)
         require_at_least(1, n_step=n_step)
         require_at_least(0, target_update_freq=target_update_freq)

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from tdrl.algorithm.checks import require_unit
+
 __all__ = ["compute_episodic_return", "compute_nstep_return", "discounted_segment_sum"]
 
 ArrayLike = np.ndarray | torch.Tensor
@@ -197,6 +199,22 @@ def _flat_values(name: str, v: ArrayLike, size: int) -> np.ndarray:
     return arr
 
 
+def _monte_carlo_delta(
+    rew: np.ndarray, v_s: ArrayLike | None, gae_lambda: float, n: int
+) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(V(s) or None, r - V(s))`` in float64 for the return without ``V(s')``
+    (``gae_lambda`` must be 1)."""
+    if not math.isclose(gae_lambda, 1.0):
+        raise ValueError(
+            f"v_s_: expected V(s') values when gae_lambda != 1 (got gae_lambda={gae_lambda} "
+            "and v_s_=None); v_s_=None means the Monte-Carlo return and needs gae_lambda=1"
+        )
+    if v_s is not None:
+        vs = _flat_values("v_s", v_s, n)
+        return vs, np.subtract(rew, vs, dtype=np.float64)
+    return None, rew.astype(np.float64)
+
+
 def compute_episodic_return(
     batch: Any,
     buffer: Any,
@@ -235,10 +253,7 @@ def compute_episodic_return(
     >>> ret
     tensor([1.5000, 1.0000, 1.0000])
     """
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
-    if not 0.0 <= gae_lambda <= 1.0:
-        raise ValueError(f"gae_lambda: expected a value in [0, 1], got {gae_lambda}")
+    require_unit(gamma=gamma, gae_lambda=gae_lambda)
     idx = _np(indices).astype(np.int64, copy=False).reshape(-1)
     n = idx.shape[0]
     rew = _flat_values("rew", _field(batch, "rew"), n)
@@ -247,16 +262,7 @@ def compute_episodic_return(
     if end.shape[0] != n:
         raise ValueError(f"terminated/truncated: expected {n} flags, got {end.shape[0]}")
     if v_s_ is None:
-        if not math.isclose(gae_lambda, 1.0):
-            raise ValueError(
-                f"v_s_: expected V(s') values when gae_lambda != 1 (got gae_lambda={gae_lambda} "
-                "and v_s_=None); v_s_=None means the Monte-Carlo return and needs gae_lambda=1"
-            )
-        if v_s is not None:
-            vs = _flat_values("v_s", v_s, n)
-            delta = np.subtract(rew, vs, dtype=np.float64)
-        else:
-            vs, delta = None, rew.astype(np.float64)
+        vs, delta = _monte_carlo_delta(rew, v_s, gae_lambda, n)
     else:
         if v_s is None:
             raise ValueError(
@@ -378,8 +384,7 @@ def compute_nstep_return(
     """
     if not isinstance(n_step, int) or n_step < 1:
         raise ValueError(f"n_step: expected an int >= 1, got {n_step!r}")
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma: expected a value in [0, 1], got {gamma}")
+    require_unit(gamma=gamma)
     idx = _np(indices).astype(np.int64, copy=False).reshape(-1)
     batch_size = getattr(batch, "batch_size", None)
     if batch_size is not None and len(batch_size) > 0 and batch_size[0] != idx.shape[0]:
@@ -387,10 +392,7 @@ def compute_nstep_return(
             f"indices: expected {batch_size[0]} indices (len(batch)), got {idx.shape[0]}"
         )
     n_idx = idx.shape[0]
-    stacked = np.empty((n_step, n_idx), dtype=np.int64)
-    stacked[0] = idx
-    for k in range(1, n_step):
-        stacked[k] = _np(buffer.next(stacked[k - 1]))
+    stacked = _nstep_rows(buffer, idx, n_step)
     last = stacked[-1]
     with torch.no_grad():
         target_q = target_q_fn(buffer, last)
@@ -401,6 +403,32 @@ def compute_nstep_return(
             f"target_q_fn: expected a leading dimension of {n_idx} (one row per index), "
             f"got shape {tuple(target_q.shape)}"
         )
+    ret, steps = _nstep_rewards(buffer, stacked, gamma)
+    # the buffer's part (numpy, float64) meets the target Q where it lives: on a GPU the
+    # two small arrays go to the device instead of Q to the host, so no sync happens here
+    disc = (gamma**steps) * ~_np(buffer.terminated)[last]
+    tq = target_q.detach().reshape(n_idx, math.prod(target_q.shape[1:])).to(torch.float64)
+    dev = tq.device
+    out = tq * _to_device(disc, dev)[:, None] + _to_device(ret, dev)[:, None]
+    batch["returns"] = out.to(target_q.dtype)
+    if "weight" in batch:
+        batch["weight"] = torch.as_tensor(batch["weight"]).to(device=dev, dtype=target_q.dtype)
+    return batch
+
+
+def _nstep_rows(buffer: Any, idx: np.ndarray, n_step: int) -> np.ndarray:
+    """``[n_step, I]`` buffer rows: ``idx`` and its ``n_step - 1`` successors."""
+    stacked = np.empty((n_step, idx.shape[0]), dtype=np.int64)
+    stacked[0] = idx
+    for k in range(1, n_step):
+        stacked[k] = _np(buffer.next(stacked[k - 1]))
+    return stacked
+
+
+def _nstep_rewards(buffer: Any, stacked: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The discounted reward sums ``[I]`` (float64) along the rows ``stacked [n_step, I]``
+    and the steps ``[I]`` each took (stopping at the first done or unfinished step)."""
+    n_step, n_idx = stacked.shape
     end = _np(buffer.done)[stacked]
     unfinished = _unfinished_mask(buffer, stacked)
     if unfinished is not None:
@@ -419,16 +447,7 @@ def compute_nstep_return(
         steps[stop] = k + 1
         ret[stop] = 0.0
         ret = rew[stacked[k]] + gamma * ret
-    # the buffer's part (numpy, float64) meets the target Q where it lives: on a GPU the
-    # two small arrays go to the device instead of Q to the host, so no sync happens here
-    disc = (gamma**steps) * ~_np(buffer.terminated)[last]
-    tq = target_q.detach().reshape(n_idx, math.prod(target_q.shape[1:])).to(torch.float64)
-    dev = tq.device
-    out = tq * _to_device(disc, dev)[:, None] + _to_device(ret, dev)[:, None]
-    batch["returns"] = out.to(target_q.dtype)
-    if "weight" in batch:
-        batch["weight"] = torch.as_tensor(batch["weight"]).to(device=dev, dtype=target_q.dtype)
-    return batch
+    return ret, steps
 
 
 def _to_device(arr: np.ndarray, device: torch.device) -> torch.Tensor:

@@ -165,6 +165,69 @@ def _wall_at(run_dir: Path, epoch: int) -> tuple[float, dict[str, float]]:
     return walls.get(str(epoch), float(progress.get("wall_s", 0.0))), walls
 
 
+def _budget(spec: RunSpec) -> tuple[int, int, dict[str, Any]]:
+    """The run's epochs, env steps per epoch and preset overrides: ``spec.env_steps`` mapped
+    onto epochs of about the preset's ``step_per_epoch``, and no stop threshold (a
+    benchmark never stops early)."""
+    from tdrl import registry  # TODO(lead): tdrl.presets (registry moves there)
+
+    base: Any = registry.preset(spec.algo, spec.task, **spec.overrides)
+    epochs, per_epoch = epochs_for_budget(int(base.step_per_epoch), spec.env_steps)
+    overrides = {
+        **spec.overrides,
+        "max_epochs": epochs,
+        "step_per_epoch": per_epoch,
+        "threshold": None,
+    }
+    return epochs, per_epoch, overrides
+
+
+def _build(spec: RunSpec, run_dir: Path, overrides: dict[str, Any], resuming: bool) -> Any:
+    """The launcher's experiment for ``spec`` in ``run_dir`` (resumed from its checkpoint
+    when ``resuming``: the launcher drops the CSV rows logged after it)."""
+    from tdrl.launch import ExperimentConfig, build_experiment  # TODO(lead): tdrl.experiment
+
+    cfg = ExperimentConfig(
+        algo=spec.algo,
+        task=spec.task,
+        seed=spec.seed,
+        logger="none",  # the bench's own loggers (BenchLogger)
+        log_dir=str(run_dir.parent),
+        run_dir=str(run_dir),
+        checkpoint=spec.checkpoint,
+        resume=resuming,
+        show_progress=False,
+        plot=False,
+        overrides=overrides,
+    )
+    exp = build_experiment(cfg)
+    if exp.run_dir.resolve() != run_dir.resolve():
+        raise RuntimeError(f"the launcher wrote to {exp.run_dir}, expected {run_dir}")
+    return exp
+
+
+def _done_record(spec: RunSpec, result: Any, wall_s: float, run_dir: Path) -> dict[str, Any]:
+    """What ``done.json`` records of a finished run: its budget, steps, epochs, wall time,
+    best and final test return."""
+    from tdrl.utils.plot import load_curve
+
+    _, returns = load_curve(run_dir)
+    return {
+        "library": spec.library,
+        "algo": spec.algo,
+        "task": spec.task,
+        "seed": spec.seed,
+        "env_steps_budget": spec.env_steps,
+        "env_step": int(result.env_step),
+        "gradient_step": int(result.gradient_step),
+        "epochs": int(result.epoch),
+        "wall_s": wall_s,
+        "best_reward": float(result.best_reward),
+        "final_reward": float(returns[-1]) if len(returns) else float("nan"),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
 def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
     """Train (or finish) one run; return what ``done.json`` records.
 
@@ -174,39 +237,13 @@ def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
     done = read_json(d / DONE_FILE)
     if done is not None:
         return done
-    from tdrl import registry
-    from tdrl.launch import ExperimentConfig, build_experiment
-
-    base: Any = registry.preset(spec.algo, spec.task, **spec.overrides)
-    epochs, per_epoch = epochs_for_budget(int(base.step_per_epoch), spec.env_steps)
-    overrides = {
-        **spec.overrides,
-        "max_epochs": epochs,
-        "step_per_epoch": per_epoch,
-        "threshold": None,  # a benchmark never stops early
-    }
-
+    epochs, per_epoch, overrides = _budget(spec)
     resuming = (d / CHECKPOINT_FILE).is_file()
     if not resuming:  # a start cut before its first checkpoint: begin afresh
         for stale in [*d.glob("*.csv"), d / PROGRESS_FILE]:
             stale.unlink(missing_ok=True)
-    cfg = ExperimentConfig(
-        algo=spec.algo,
-        task=spec.task,
-        seed=spec.seed,
-        logger="none",  # the bench's own loggers below
-        log_dir=str(d.parent),
-        run_dir=str(d),
-        checkpoint=spec.checkpoint,
-        resume=resuming,  # the launcher drops the CSV rows logged after the checkpoint
-        show_progress=False,
-        plot=False,
-        overrides=overrides,
-    )
     start = time.perf_counter()
-    exp = build_experiment(cfg)
-    if exp.run_dir.resolve() != d.resolve():
-        raise RuntimeError(f"the launcher wrote to {exp.run_dir}, expected {d}")
+    exp = _build(spec, d, overrides, resuming)
     record = read_json(d / SPEC_FILE) or {}
     record.update(
         library=spec.library,
@@ -216,8 +253,7 @@ def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
         preset=dataclasses.asdict(exp.preset),
     )
     write_json(d / SPEC_FILE, record)
-    wall_offset = 0.0
-    walls: dict[str, float] = {}
+    wall_offset, walls = 0.0, dict[str, float]()
     state = getattr(exp.trainer, "resume_state", None)
     if resuming and state is not None:
         epoch = int(state["trainer"]["epoch"])
@@ -226,23 +262,7 @@ def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
     logger = BenchLogger(d, _make_loggers(spec, d, exp.preset), start, wall_offset, walls)
     exp.trainer.logger = exp.logger = logger
     result = exp.run()
-    from tdrl.utils.plot import load_curve
-
-    _, returns = load_curve(d)
-    done = {
-        "library": spec.library,
-        "algo": spec.algo,
-        "task": spec.task,
-        "seed": spec.seed,
-        "env_steps_budget": spec.env_steps,
-        "env_step": int(result.env_step),
-        "gradient_step": int(result.gradient_step),
-        "epochs": int(result.epoch),
-        "wall_s": logger.wall(),
-        "best_reward": float(result.best_reward),
-        "final_reward": float(returns[-1]) if len(returns) else float("nan"),
-        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+    done = _done_record(spec, result, logger.wall(), d)
     write_json(d / DONE_FILE, done)
     if not keep_checkpoint:
         (d / CHECKPOINT_FILE).unlink(missing_ok=True)

@@ -12,6 +12,12 @@ always, plus W&B (the default; offline unless an account is configured) or Tenso
 Re-running the same command skips the finished runs and resumes the interrupted ones from
 their checkpoints. At the end ``DIR/report.md`` and ``DIR/curves.png`` are written
 (``tdrl report DIR`` rewrites them). A bad flag exits with status 2 and one line.
+
+``tdrl bench --to-threshold ALGO:TASK ... [--seeds N] [--workers K] [--out FILE]
+[--dataset D] [--threshold X] [--table]`` is the other kind of sweep: each run stops at its
+task's threshold and one JSON line per run (reached or not, steps to the threshold) goes
+to ``FILE`` (default ``sweeps/results.jsonl``), resumably; see
+:mod:`tdrl.benchmark.seed_sweep` (``scripts/seed_sweep.py`` is the same command).
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-__all__ = ["build_parser", "main", "parse_args"]
+__all__ = ["TO_THRESHOLD", "build_parser", "main", "parse_args"]
+
+TO_THRESHOLD = "--to-threshold"
+"""First flag of the seed sweep to a threshold (:mod:`tdrl.benchmark.seed_sweep`)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,9 +128,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[Any]]:
     args = parser.parse_args(argv)
     from pathlib import Path
 
-    from tdrl import registry
+    from tdrl import registry  # TODO(lead): tdrl.presets (registry moves there)
     from tdrl.benchmark.plan import SPEC_FILE, plan_sweep, read_json
-    from tdrl.launch import parse_overrides
+    from tdrl.launch import parse_overrides  # TODO(lead): tdrl.experiment
 
     try:
         overrides = parse_overrides(args.set)
@@ -176,7 +185,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``tdrl bench``; 0 when every run finished, 1 when one failed, 2 on bad flags."""
-    args, specs = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [TO_THRESHOLD]:
+        from tdrl.benchmark.seed_sweep import main as seed_sweep
+
+        return seed_sweep(argv[1:], prog=f"tdrl bench {TO_THRESHOLD}")
+    args, specs = parse_args(argv)
     from tdrl.benchmark.pool import run_sweep
     from tdrl.benchmark.report import write_report
 

@@ -4,6 +4,9 @@
 Runs of a peer library (e.g. Tianshou's, from ``benchmarks/mujoco_tianshou.py``) are put
 side by side with tdrl's: found under ``DIR/LIBRARY/ALGO/TASK/seedS`` or in ``--peer``
 directories. A bad flag or a directory without runs exits with status 2 and one line.
+
+``tdrl report --seed-table [FILE]`` prints the Markdown table of a seed sweep to a
+threshold instead (``tdrl bench --to-threshold``; FILE defaults to ``sweeps/results.jsonl``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     >>> main(["/nonexistent-dir"])
     2
     """
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--seed-table"]:
+        return _seed_table(argv[1:])
     parser = _Parser(
         prog="tdrl report",
         description="Write DIR/report.md and DIR/curves.png from a benchmark directory.",
@@ -29,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer", action="append", default=[], help="another library's runs")
     parser.add_argument("--last-k", type=_positive, default=5, help="last tests pooled in the IQM")
     parser.add_argument("--title", default="Benchmark report")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
     from tdrl.benchmark.report import write_report
 
     try:
@@ -38,4 +44,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tdrl report: error: {exc}", file=sys.stderr)
         return 2
     print(f"report: {report}\ncurves: {png}")
+    return 0
+
+
+def _seed_table(argv: list[str]) -> int:
+    """``tdrl report --seed-table [FILE]``: print the seed sweep's Markdown table."""
+    from tdrl.benchmark.seed_sweep import DEFAULT_OUT, load_records, seed_table
+
+    parser = _Parser(prog="tdrl report --seed-table", description="Print a seed sweep's table.")
+    parser.add_argument("file", nargs="?", default=str(DEFAULT_OUT), help="its results.jsonl")
+    args = parser.parse_args(argv)
+    records = load_records(args.file)
+    if not records:
+        print(f"tdrl report: error: {args.file}: no seed-sweep records", file=sys.stderr)
+        return 2
+    print(seed_table(records))
     return 0

@@ -119,7 +119,7 @@ def _surely_finite(x: Tree) -> bool:
 
 def _check_policy(policy: Any) -> None:
     """An ``Algorithm`` passed where its policy is expected raises a ``TypeError``."""
-    base = sys.modules.get("tdrl.algorithm.base")  # not imported: cannot be an Algorithm
+    base = sys.modules.get("tdrl.algorithm.algorithm_base")  # not imported: cannot be an Algorithm
     if base is not None and isinstance(policy, base.Algorithm):
         name = type(policy).__name__
         raise TypeError(

@@ -24,7 +24,7 @@ episode of the result stays unfinished.
 ``minari.create_dataset_from_buffers`` (h5py only; Minari's ``DataCollector`` needs jax).
 
 Errors in a spec (a missing file, a file that is not HDF5, missing keys, an unknown Minari
-name) raise :class:`DatasetError`, a one-line :class:`~tdrl.registry.PresetError` that the
+name) raise :class:`DatasetError`, a one-line :class:`~tdrl.errors.PresetError` that the
 ``tdrl`` command reports with exit status 2.
 
 >>> load_dataset("no-such-file.hdf5")
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from tdrl.data.buffer import ReplayBuffer
-from tdrl.registry import PresetError
+from tdrl.errors import PresetError
 
 __all__ = [
     "MINARI_PREFIX",
@@ -71,7 +71,7 @@ _D4RL = {
 
 class DatasetError(PresetError):
     """A dataset spec that cannot be loaded: one line naming the spec and what is wrong
-    (a :class:`~tdrl.registry.PresetError`, so a ``ValueError``)."""
+    (a :class:`~tdrl.errors.PresetError`, so a ``ValueError``)."""
 
 
 def load_dataset(spec: str | os.PathLike[str]) -> ReplayBuffer:
@@ -364,6 +364,50 @@ def episode_slices(buffer: ReplayBuffer) -> Iterator[np.ndarray]:
         start = end + 1
 
 
+def _action_scale(env_id: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The Box bounds of ``env_id``'s action space for scaling raw actions (``None``: not
+    a bounded Box); an unknown id raises :class:`DatasetError`."""
+    import gymnasium as gym
+
+    try:
+        probe = gym.make(env_id)
+    except Exception as err:
+        if type(err).__module__ != "gymnasium.error":
+            raise
+        raise DatasetError(f"export_minari: env_id {env_id!r}: {err}") from err
+    box = _box_scale(probe.action_space)
+    probe.close()
+    return box
+
+
+def _episode_buffers(buffer: ReplayBuffer, box: tuple[np.ndarray, np.ndarray] | None) -> list[Any]:
+    """Minari ``EpisodeBuffer`` objects, one per episode of ``buffer`` (actions scaled to
+    ``box`` when given)."""
+    from minari.data_collector import EpisodeBuffer
+
+    episodes = []
+    for i, idx in enumerate(episode_slices(buffer)):
+        rows = buffer[idx]
+        obs = np.asarray(rows.obs)
+        last_next = np.asarray(rows.obs_next)[-1:]
+        act = np.asarray(rows.act)
+        if box is not None:
+            low, high = box
+            act = (low + (act + 1.0) * (high - low) / 2.0).astype(act.dtype, copy=False)
+        episodes.append(
+            EpisodeBuffer(
+                id=i,
+                observations=np.concatenate([obs, last_next]),
+                actions=act,
+                rewards=np.asarray(rows.rew, dtype=np.float64).tolist(),
+                terminations=np.asarray(rows.terminated, bool).tolist(),
+                truncations=np.asarray(rows.truncated, bool).tolist(),
+                infos={},
+            )
+        )
+    return episodes
+
+
 def export_minari(
     buffer: ReplayBuffer,
     name: str,
@@ -389,20 +433,8 @@ def export_minari(
     """
     import warnings
 
-    import gymnasium as gym
-
     minari = _minari()
-    from minari.data_collector import EpisodeBuffer
-
-    try:
-        probe = gym.make(env_id)
-    except Exception as err:
-        if type(err).__module__ != "gymnasium.error":
-            raise
-        raise DatasetError(f"export_minari: env_id {env_id!r}: {err}") from err
-    box = _box_scale(probe.action_space) if raw_actions else None
-    probe.close()
-
+    box = _action_scale(env_id) if raw_actions else None
     if len(buffer) == 0:
         raise DatasetError(f"export_minari: expected a non-empty buffer, got {len(buffer)} rows")
     if name in minari.list_local_datasets():
@@ -412,26 +444,7 @@ def export_minari(
                 "overwrite=True to replace it"
             )
         minari.delete_dataset(name)
-    episodes = []
-    for i, idx in enumerate(episode_slices(buffer)):
-        rows = buffer[idx]
-        obs = np.asarray(rows.obs)
-        last_next = np.asarray(rows.obs_next)[-1:]
-        act = np.asarray(rows.act)
-        if box is not None:
-            low, high = box
-            act = (low + (act + 1.0) * (high - low) / 2.0).astype(act.dtype, copy=False)
-        episodes.append(
-            EpisodeBuffer(
-                id=i,
-                observations=np.concatenate([obs, last_next]),
-                actions=act,
-                rewards=np.asarray(rows.rew, dtype=np.float64).tolist(),
-                terminations=np.asarray(rows.terminated, bool).tolist(),
-                truncations=np.asarray(rows.truncated, bool).tolist(),
-                infos={},
-            )
-        )
+    episodes = _episode_buffers(buffer, box)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # author, permalink, ... are optional
         try:

@@ -125,6 +125,42 @@ def _writer(leaves: Leaves, views: dict[str, np.ndarray], i: int, prefix: str) -
     return write
 
 
+def _reset_early(env: gym.Env, write_robs: Any) -> tuple[Any, Any] | None:
+    """Reset ``env`` right after a done step (``eager_reset``): ``(obs or None when written
+    to the ``robs/`` arrays, info)``, or ``None`` when the reset fails (the explicit
+    ``reset()`` will raise it)."""
+    try:  # reset now, while the main process is busy; see ``eager_reset``
+        robs, rinfo = env.reset()
+        if write_robs is not None:
+            write_robs(robs)
+            robs = None
+        return (robs, rinfo)
+    except Exception:
+        return None
+
+
+def _serve_other(env: gym.Env, cmd: str, data: Any, conn: Connection) -> bool:
+    """Serve a command other than step, reset and attach; ``True`` after ``close``."""
+    if cmd == "seed":
+        env.action_space.seed(data)
+        env.reset(seed=data)
+        conn.send([data])
+    elif cmd == "getattr":
+        conn.send(env.get_wrapper_attr(data))
+    elif cmd == "setattr":
+        setattr(env.unwrapped, data[0], data[1])
+        conn.send(None)
+    elif cmd == "render":
+        conn.send(env.render(**data))
+    elif cmd == "close":
+        env.close()
+        conn.send(None)
+        return True
+    else:
+        raise ValueError(f"unknown worker command {cmd!r}")
+    return False
+
+
 def worker_main(
     env_id: int,
     conn: Connection,
@@ -158,16 +194,7 @@ def worker_main(
                     if act_row is not None:
                         data = act_row[()] if act_scalar else act_row.copy()
                     obs, rew, term, trunc, info = env.step(data)
-                    pre = None
-                    if eager_reset and (term or trunc):
-                        try:  # reset now, while the main process is busy; see ``eager_reset``
-                            robs, rinfo = env.reset()
-                            if write_robs is not None:
-                                write_robs(robs)
-                                robs = None
-                            pre = (robs, rinfo)
-                        except Exception:
-                            pre = None  # the explicit reset() will raise it
+                    pre = _reset_early(env, write_robs) if eager_reset and (term or trunc) else None
                     if scalars is None:
                         conn.send((obs, rew, term, trunc, info, pre))
                         continue
@@ -200,23 +227,8 @@ def worker_main(
                         act_row = views["act"][env_id, ...]
                         act_scalar = act_row.ndim == 0
                     conn.send(None)
-                elif cmd == "seed":
-                    env.action_space.seed(data)
-                    env.reset(seed=data)
-                    conn.send([data])
-                elif cmd == "getattr":
-                    conn.send(env.get_wrapper_attr(data))
-                elif cmd == "setattr":
-                    setattr(env.unwrapped, data[0], data[1])
-                    conn.send(None)
-                elif cmd == "render":
-                    conn.send(env.render(**data))
-                elif cmd == "close":
-                    env.close()
-                    conn.send(None)
+                elif _serve_other(env, cmd, data, conn):
                     break
-                else:
-                    raise ValueError(f"unknown worker command {cmd!r}")
             except Exception as exc:
                 conn.send(RemoteError(env_id, exc))
     except KeyboardInterrupt:

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.errors import PresetError
+from tdrl.presets.common import q_learning_args, support_args
 from tdrl.presets.registry import Preset, register
 
 __all__ = [
@@ -280,16 +281,6 @@ def _net_args(p: AtariPreset, observation_space: Any, action_space: Any) -> dict
 
 # every builder starts the policy at a constant epsilon, the schedule's final value
 # eps_train_final, until the launcher applies the schedule (module docstring)
-def _q_learning_args(p: Any) -> dict[str, Any]:
-    """The Q-learning base's arguments every Atari builder passes the same way."""
-    return {
-        "optim": p.lr,
-        "gamma": p.gamma,
-        "n_step": p.n_step,
-        "target_update_freq": p.target_update_freq,
-    }
-
-
 def _eps_args(p: Any) -> dict[str, Any]:
     """The policy's epsilons: the schedule's final value until the launcher's ``train_fn``
     sets the decaying one, and the test epsilon."""
@@ -320,7 +311,7 @@ def build_dqn(p: AtariDQNPreset, observation_space: Any, action_space: Any) -> A
     )
     return DQN(
         policy=policy,
-        **_q_learning_args(p),
+        **q_learning_args(p),
     )
 
 
@@ -344,14 +335,12 @@ def build_c51(p: AtariC51Preset, observation_space: Any, action_space: Any) -> A
     policy = C51Policy(
         model=net,
         action_space=action_space,
-        num_atoms=p.num_atoms,
-        v_min=p.v_min,
-        v_max=p.v_max,
+        **support_args(p),
         **_eps_args(p),
     )
     return C51(
         policy=policy,
-        **_q_learning_args(p),
+        **q_learning_args(p),
     )
 
 
@@ -414,7 +403,7 @@ def build_iqn(p: AtariIQNPreset, observation_space: Any, action_space: Any) -> A
     )
     return IQN(
         policy=policy,
-        **_q_learning_args(p),
+        **q_learning_args(p),
     )
 
 
@@ -479,14 +468,12 @@ def build_rainbow(p: AtariRainbowPreset, observation_space: Any, action_space: A
     policy = RainbowPolicy(
         model=net,
         action_space=action_space,
-        num_atoms=p.num_atoms,
-        v_min=p.v_min,
-        v_max=p.v_max,
+        **support_args(p),
         **_eps_args(p),
     )
     return Rainbow(
         policy=policy,
-        **_q_learning_args(p),
+        **q_learning_args(p),
     )
 
 

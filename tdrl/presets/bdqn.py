@@ -30,13 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import OffPolicyFields, eps_args, q_learning_args
+from tdrl.presets.registry import register
 
 __all__ = ["BDQNPreset", "build"]
 
 
 @dataclass(frozen=True)
-class BDQNPreset(Preset):
+class BDQNPreset(OffPolicyFields):
     """BDQN hyperparameters and trainer settings (defaults: Pendulum-v1).
 
     ``action_bins`` applies to a ``Box`` action space (bins per dimension); a
@@ -62,15 +63,8 @@ class BDQNPreset(Preset):
     target_update_freq: int = 100
     eps_train: float = 0.1
     eps_test: float = 0.01
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 10
     warmup_steps: int = 1280
-    max_epochs: int = 20
-    step_per_epoch: int = 1000
-    step_per_collect: int = 10
     update_per_step: float = 0.5
-    batch_size: int = 128
 
 
 def build(p: BDQNPreset, observation_space: Any, action_space: Any) -> Any:
@@ -107,15 +101,11 @@ def build(p: BDQNPreset, observation_space: Any, action_space: Any) -> Any:
         model=model,
         action_space=action_space,
         action_bins=action_bins,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
+        **eps_args(p),
     )
     return BDQN(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **q_learning_args(p),
     )
 
 

@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.errors import PresetError
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import QLearningFields, eps_args, q_learning_args, support_args
+from tdrl.presets.registry import register
 
 __all__ = ["C51Preset", "build"]
 
 
 @dataclass(frozen=True)
-class C51Preset(Preset):
+class C51Preset(QLearningFields):
     """C51 hyperparameters and trainer settings (defaults: CartPole-v1).
 
     Network: an MLP trunk of ``hidden_sizes`` with ``num_atoms`` probabilities per action
@@ -58,21 +59,13 @@ class C51Preset(Preset):
     num_atoms: int = 51
     v_min: float = -10.0
     v_max: float = 10.0
-    lr: float = 1e-3
-    gamma: float = 0.9
-    n_step: int = 3
     target_update_freq: int = 160
-    eps_train: float = 0.1
-    eps_test: float = 0.05
-    buffer_size: int = 20_000
     training_num: int = 8
-    test_num: int = 100
     warmup_steps: int = 512
     max_epochs: int = 40
     step_per_epoch: int = 2000
     step_per_collect: int = 8
     update_per_step: float = 0.2
-    batch_size: int = 64
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -109,18 +102,12 @@ def build(p: C51Preset, observation_space: Any, action_space: Any) -> Any:
     policy = C51Policy(
         model=model,
         action_space=action_space,
-        num_atoms=p.num_atoms,
-        v_min=p.v_min,
-        v_max=p.v_max,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
+        **support_args(p),
+        **eps_args(p),
     )
     return C51(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **q_learning_args(p),
     )
 
 

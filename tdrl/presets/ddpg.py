@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import OffPolicyFields
+from tdrl.presets.registry import register
 
 __all__ = ["NOISE_RULES", "DDPGPreset", "build", "make_noise"]
 
@@ -36,7 +37,7 @@ NOISE_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
 
 
 @dataclass(frozen=True)
-class DDPGPreset(Preset):
+class DDPGPreset(OffPolicyFields):
     """DDPG hyperparameters and trainer settings (defaults: Pendulum-v1).
 
     ``exploration_noise`` picks the action noise, ``"gaussian"`` (``N(0, noise_sigma^2)``)
@@ -60,15 +61,6 @@ class DDPGPreset(Preset):
     exploration_noise: str = "gaussian"
     noise_sigma: float = 0.1
     n_step: int = 3
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 10
-    warmup_steps: int = 1000
-    max_epochs: int = 20
-    step_per_epoch: int = 1000
-    step_per_collect: int = 10
-    update_per_step: float = 1.0
-    batch_size: int = 128
 
 
 def make_noise(kind: str, sigma: float) -> Any:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tdrl.presets.common import q_learning_args
 from tdrl.presets.registry import Preset, register
 
 __all__ = ["DiscreteBCQPreset", "build"]
@@ -104,10 +105,7 @@ def build(
     )
     return DiscreteBCQ(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **q_learning_args(p),
         imitation_logits_penalty=p.imitation_logits_penalty,
     )
 

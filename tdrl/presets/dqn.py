@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import QLearningFields, eps_args, q_learning_args
+from tdrl.presets.registry import register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.dqn import DQN
@@ -29,7 +30,7 @@ __all__ = ["DQNPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DQNPreset(Preset):
+class DQNPreset(QLearningFields):
     """DQN hyperparameters and trainer settings (defaults: CartPole-v1).
 
     Warm up with ``collect(n_step=warmup_steps, random=True)``; collect with
@@ -43,21 +44,6 @@ class DQNPreset(Preset):
     threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (128, 128, 128)
     dueling: bool = False
-    lr: float = 1e-3
-    gamma: float = 0.9
-    n_step: int = 3
-    target_update_freq: int = 320
-    eps_train: float = 0.1
-    eps_test: float = 0.05
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 100
-    warmup_steps: int = 640
-    max_epochs: int = 10
-    step_per_epoch: int = 10_000
-    step_per_collect: int = 10
-    update_per_step: float = 0.1
-    batch_size: int = 64
 
 
 def build(p: DQNPreset, observation_space: Any, action_space: Any) -> DQN:
@@ -80,15 +66,11 @@ def build(p: DQNPreset, observation_space: Any, action_space: Any) -> DQN:
     policy = DQNPolicy(
         model=model,
         action_space=action_space,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
+        **eps_args(p),
     )
     return DQN(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **q_learning_args(p),
     )
 
 

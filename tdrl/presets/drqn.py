@@ -27,13 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import QLearningFields, eps_args, q_learning_args
+from tdrl.presets.registry import register
 
 __all__ = ["DRQNPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DRQNPreset(Preset):
+class DRQNPreset(QLearningFields):
     """DRQN hyperparameters and trainer settings (defaults: CartPole-v1).
 
     Network: a linear embedding of ``hidden_size``, ``num_layers`` LSTM layers of the same
@@ -60,15 +61,9 @@ class DRQNPreset(Preset):
     hidden_size: int = 128
     num_layers: int = 2
     stack_num: int = 4
-    lr: float = 1e-3
     gamma: float = 0.95
-    n_step: int = 3
     target_update_freq: int = 160
-    eps_train: float = 0.1
-    eps_test: float = 0.05
-    buffer_size: int = 20_000
     training_num: int = 16
-    test_num: int = 100
     warmup_steps: int = 2048
     max_epochs: int = 50
     step_per_epoch: int = 2000
@@ -99,15 +94,11 @@ def build(p: DRQNPreset, observation_space: Any, action_space: Any) -> Any:
     policy = DRQNPolicy(
         model=model,
         action_space=action_space,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
+        **eps_args(p),
     )
     return DRQN(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **q_learning_args(p),
     )
 
 

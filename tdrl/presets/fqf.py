@@ -29,13 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import QLearningFields, eps_args
+from tdrl.presets.registry import register
 
 __all__ = ["FQFPreset", "build"]
 
 
 @dataclass(frozen=True)
-class FQFPreset(Preset):
+class FQFPreset(QLearningFields):
     """FQF hyperparameters and trainer settings (defaults: CartPole-v1).
 
     ``hidden_sizes`` are the feature MLP's widths (the last is the embedding width),
@@ -64,20 +65,9 @@ class FQFPreset(Preset):
     lr: float = 3e-3
     fraction_lr: float = 2.5e-9
     ent_coef: float = 10.0
-    gamma: float = 0.9
-    n_step: int = 3
-    target_update_freq: int = 320
-    eps_train: float = 0.1
-    eps_test: float = 0.05
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 100
-    warmup_steps: int = 640
     max_epochs: int = 20
     step_per_epoch: int = 1000
-    step_per_collect: int = 10
     update_per_step: float = 0.2
-    batch_size: int = 64
 
 
 def build(p: FQFPreset, observation_space: Any, action_space: Any) -> Any:
@@ -108,8 +98,7 @@ def build(p: FQFPreset, observation_space: Any, action_space: Any) -> Any:
         model=model,
         fraction_model=FractionProposalNetwork(p.num_fractions, model.feature_dim),
         action_space=action_space,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
+        **eps_args(p),
     )
     return FQF(
         policy=policy,

@@ -26,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import QLearningFields, eps_args, q_learning_args
+from tdrl.presets.registry import register
 
 __all__ = ["IQNPreset", "build"]
 
@@ -34,7 +35,7 @@ _AT_LEAST_2 = (">= 2", lambda v: v >= 2)
 
 
 @dataclass(frozen=True)
-class IQNPreset(Preset):
+class IQNPreset(QLearningFields):
     """IQN hyperparameters and trainer settings (defaults: CartPole-v1).
 
     ``hidden_sizes`` are the feature MLP's widths (the last is the embedding width);
@@ -63,20 +64,9 @@ class IQNPreset(Preset):
     online_sample_size: int = 8
     target_sample_size: int = 8
     lr: float = 3e-3
-    gamma: float = 0.9
-    n_step: int = 3
-    target_update_freq: int = 320
-    eps_train: float = 0.1
-    eps_test: float = 0.05
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 100
-    warmup_steps: int = 640
     max_epochs: int = 20
     step_per_epoch: int = 1000
-    step_per_collect: int = 10
     update_per_step: float = 0.2
-    batch_size: int = 64
 
 
 def build(p: IQNPreset, observation_space: Any, action_space: Any) -> Any:
@@ -105,15 +95,11 @@ def build(p: IQNPreset, observation_space: Any, action_space: Any) -> Any:
         sample_size=p.sample_size,
         online_sample_size=p.online_sample_size,
         target_sample_size=p.target_sample_size,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
+        **eps_args(p),
     )
     return IQN(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **q_learning_args(p),
     )
 
 

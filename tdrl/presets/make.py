@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import torch
 
+import tdrl.presets.registry as registry
 from tdrl.errors import PresetError
-from tdrl.presets import registry
 from tdrl.presets.registry import Preset
 
 if TYPE_CHECKING:

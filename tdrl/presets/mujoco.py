@@ -366,296 +366,168 @@ def build_trpo(p: TRPOMujocoPreset, observation_space: gym.Space, action_space: 
 # Values from Tianshou v2.0.1 examples/mujoco/mujoco_<algo>.py (the ``main`` defaults);
 # fields not listed keep their preset class's default, which matches the script unless
 # noted. "script: X" names the script's parameter where it differs from the field's name.
-_HERE = "tdrl.presets.mujoco"
+# What every on-policy script shares (each one's own values follow in _ON_POLICY):
+_ON_POLICY_COMMON: dict[str, Any] = {
+    "task": "Hopper-v5",  # script: task="Ant-v4"; any MuJoCo task works
+    "hidden_sizes": (64, 64),  # hidden_sizes=[64, 64], nn.Tanh
+    "gamma": 0.99,  # gamma=0.99
+    "lr_decay": True,  # lr_decay=True
+    "obs_norm": True,  # make_mujoco_env(..., obs_norm=True)
+    "deterministic_eval": False,  # ProbabilisticActorPolicy's default
+    "buffer_size": 4096,  # buffer_size=4096
+    "test_num": 10,  # num_test_envs=10
+    "max_epochs": 100,  # epoch=100
+    "step_per_epoch": 30_000,  # epoch_num_steps=30000
+}
+_WHOLE_ROLLOUT = {"repeat_per_collect": 1, "batch_size": 99_999}  # batch_size=None
+_GAE = {"gae_lambda": 0.95, "return_scaling": True}  # gae_lambda=0.95, return_scaling=True
+_NATURAL = {  # mujoco_npg.py and mujoco_trpo.py
+    **_GAE,
+    "advantage_normalization": True,
+    "optim_critic_iters": 20,
+    "lr": 1e-3,  # the critic's Adam
+    "training_num": 16,
+    "step_per_collect": 1024,
+    **_WHOLE_ROLLOUT,
+}
+_ON_POLICY: tuple[tuple[type[Preset], dict[str, Any]], ...] = (
+    (  # examples/mujoco/mujoco_reinforce.py
+        ReinforceMujocoPreset,
+        {
+            "lr": 1e-3,  # Adam
+            "return_standardization": True,  # script: return_scaling=True
+            "action_bound_method": "tanh",
+            "training_num": 10,
+            "step_per_collect": 2048,
+            "episode_per_collect": None,
+            **_WHOLE_ROLLOUT,
+        },
+    ),
+    (  # examples/mujoco/mujoco_a2c.py: separate actor and critic
+        A2CMujocoPreset,
+        {
+            "shared_trunk": False,
+            "lr": 7e-4,  # RMSprop, eps=1e-5, alpha=0.99
+            **_GAE,
+            "vf_coef": 0.5,
+            "ent_coef": 0.01,
+            "max_grad_norm": 0.5,
+            "action_bound_method": "clip",
+            "training_num": 16,
+            "step_per_collect": 80,
+            "episode_per_collect": None,
+            **_WHOLE_ROLLOUT,
+        },
+    ),
+    (  # examples/mujoco/mujoco_ppo.py
+        PPOMujocoPreset,
+        {
+            "lr": 3e-4,  # Adam, actor and critic together
+            **_GAE,
+            "eps_clip": 0.2,
+            "dual_clip": None,
+            "value_clip": True,
+            "advantage_normalization": False,
+            "recompute_advantage": True,  # script: recompute_adv=True
+            "vf_coef": 0.25,
+            "ent_coef": 0.0,
+            "max_grad_norm": 0.5,
+            "action_bound_method": "clip",  # script: bound_action_method="clip"
+            "training_num": 8,
+            "step_per_collect": 2048,
+            "repeat_per_collect": 10,
+            "batch_size": 64,
+        },
+    ),
+    (NPGMujocoPreset, {**_NATURAL, "trust_region_size": 0.1}),  # mujoco_npg.py
+    (  # examples/mujoco/mujoco_trpo.py
+        TRPOMujocoPreset,
+        {**_NATURAL, "max_kl": 0.01, "backtrack_coeff": 0.8, "max_backtracks": 10},
+    ),
+)
+"""Per script: the preset class and its values beyond ``_ON_POLICY_COMMON`` (each named as
+in the script unless a comment says; ``training_num``: ``num_training_envs``,
+``step_per_collect``: ``collection_step_num_env_steps``, ``repeat_per_collect``:
+``update_step_num_repetitions``; ``batch_size=99_999``: the script's ``None``, the whole
+rollout)."""
 
-register(
-    "reinforce",
-    "mujoco",
-    # examples/mujoco/mujoco_reinforce.py
-    ReinforceMujocoPreset(
-        task="Hopper-v5",  # script: task="Ant-v4"; any MuJoCo task works
-        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh
-        lr=1e-3,  # lr=1e-3 (Adam)
-        gamma=0.99,  # gamma=0.99
-        return_standardization=True,  # script: return_scaling=True
-        action_bound_method="tanh",  # action_bound_method="tanh"
-        lr_decay=True,  # lr_decay=True
-        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
-        deterministic_eval=False,  # ProbabilisticActorPolicy's default
-        buffer_size=4096,  # buffer_size=4096
-        training_num=10,  # num_training_envs=10
-        test_num=10,  # num_test_envs=10
-        max_epochs=100,  # epoch=100
-        step_per_epoch=30_000,  # epoch_num_steps=30000
-        step_per_collect=2048,  # collection_step_num_env_steps=2048
-        episode_per_collect=None,
-        repeat_per_collect=1,  # update_step_num_repetitions=1
-        batch_size=99_999,  # batch_size=None: the whole rollout
+# What every off-policy script shares (ReLU MLPs), then each one's own values:
+_OFF_POLICY_COMMON: dict[str, Any] = {
+    "task": "Hopper-v5",  # script: task="Ant-v4"
+    "hidden_sizes": (256, 256),  # hidden_sizes=[256, 256] (ReLU)
+    "gamma": 0.99,
+    "tau": 0.005,
+    "n_step": 1,
+    "buffer_size": 1_000_000,
+    "training_num": 1,  # num_training_envs=1
+    "test_num": 10,  # num_test_envs=10
+    "max_epochs": 50,  # epoch=50 (v2.0.1; SAC: 200 in Tianshou 0.x)
+    "step_per_epoch": 5000,  # epoch_num_steps=5000
+    "step_per_collect": 1,  # collection_step_num_env_steps=1
+    "update_per_step": 1.0,
+    "batch_size": 256,
+}
+_NOISE = {  # GaussianNoise, exploration_noise=0.1 (times max_action = 1 on Hopper)
+    "exploration_noise": "gaussian",
+    "noise_sigma": 0.1,
+}
+_ENTROPY = {"auto_alpha": False, "alpha": 0.2, "alpha_lr": 3e-4}  # alpha_lr: auto_alpha only
+_OFF_POLICY: tuple[tuple[type[Preset], str, bool, dict[str, Any]], ...] = (
+    # (class, builder, exploration_noise: the policy adds its noise in training steps, values)
+    (  # examples/mujoco/mujoco_ddpg.py
+        DDPGPreset,
+        "tdrl.presets.ddpg:build",
+        True,
+        {"actor_lr": 1e-3, "critic_lr": 1e-3, **_NOISE, "warmup_steps": 25_000},
     ),
-    builder=f"{_HERE}:build_reinforce",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="continuous",
-)
-register(
-    "a2c",
-    "mujoco",
-    # examples/mujoco/mujoco_a2c.py
-    A2CMujocoPreset(
-        task="Hopper-v5",  # script: task="Ant-v4"
-        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh, separate actor and critic
-        shared_trunk=False,
-        lr=7e-4,  # lr=7e-4 (RMSprop, eps=1e-5, alpha=0.99)
-        gamma=0.99,  # gamma=0.99
-        gae_lambda=0.95,  # gae_lambda=0.95
-        vf_coef=0.5,  # vf_coef=0.5
-        ent_coef=0.01,  # ent_coef=0.01
-        max_grad_norm=0.5,  # max_grad_norm=0.5
-        return_scaling=True,  # return_scaling=True
-        action_bound_method="clip",  # action_bound_method="clip"
-        lr_decay=True,  # lr_decay=True
-        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
-        deterministic_eval=False,  # ProbabilisticActorPolicy's default
-        buffer_size=4096,  # buffer_size=4096
-        training_num=16,  # num_training_envs=16
-        test_num=10,  # num_test_envs=10
-        max_epochs=100,  # epoch=100
-        step_per_epoch=30_000,  # epoch_num_steps=30000
-        step_per_collect=80,  # collection_step_num_env_steps=80
-        episode_per_collect=None,
-        repeat_per_collect=1,  # update_step_num_repetitions=1
-        batch_size=99_999,  # batch_size=None: the whole rollout
+    (  # examples/mujoco/mujoco_td3.py; policy_noise in units of max_action
+        TD3Preset,
+        "tdrl.presets.td3:build",
+        True,
+        {
+            **{"actor_lr": 3e-4, "critic_lr": 3e-4, **_NOISE, "warmup_steps": 25_000},
+            **{"policy_noise": 0.2, "noise_clip": 0.5, "update_actor_freq": 2},
+        },
     ),
-    builder=f"{_HERE}:build_a2c",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="continuous",
-)
-register(
-    "ppo",
-    "mujoco",
-    # examples/mujoco/mujoco_ppo.py
-    PPOMujocoPreset(
-        task="Hopper-v5",  # script: task="Ant-v4"
-        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh
-        lr=3e-4,  # lr=3e-4 (Adam, actor and critic together)
-        gamma=0.99,  # gamma=0.99
-        gae_lambda=0.95,  # gae_lambda=0.95
-        eps_clip=0.2,  # eps_clip=0.2
-        dual_clip=None,  # dual_clip=None
-        value_clip=True,  # value_clip=True
-        advantage_normalization=False,  # advantage_normalization=False
-        recompute_advantage=True,  # recompute_adv=True
-        vf_coef=0.25,  # vf_coef=0.25
-        ent_coef=0.0,  # ent_coef=0.0
-        max_grad_norm=0.5,  # max_grad_norm=0.5
-        return_scaling=True,  # return_scaling=True
-        action_bound_method="clip",  # bound_action_method="clip"
-        lr_decay=True,  # lr_decay=True
-        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
-        deterministic_eval=False,  # ProbabilisticActorPolicy's default
-        buffer_size=4096,  # buffer_size=4096
-        training_num=8,  # num_training_envs=8
-        test_num=10,  # num_test_envs=10
-        max_epochs=100,  # epoch=100
-        step_per_epoch=30_000,  # epoch_num_steps=30000
-        step_per_collect=2048,  # collection_step_num_env_steps=2048
-        repeat_per_collect=10,  # update_step_num_repetitions=10
-        batch_size=64,  # batch_size=64
+    (  # examples/mujoco/mujoco_sac.py
+        SACPreset,
+        "tdrl.presets.sac:build",
+        False,
+        {"actor_lr": 1e-3, "critic_lr": 1e-3, **_ENTROPY, "warmup_steps": 10_000},
     ),
-    builder=f"{_HERE}:build_ppo",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="continuous",
-)
-register(
-    "npg",
-    "mujoco",
-    # examples/mujoco/mujoco_npg.py
-    NPGMujocoPreset(
-        task="Hopper-v5",  # script: task="Ant-v4"
-        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh
-        lr=1e-3,  # lr=1e-3 (the critic's Adam)
-        gamma=0.99,  # gamma=0.99
-        gae_lambda=0.95,  # gae_lambda=0.95
-        return_scaling=True,  # return_scaling=True
-        advantage_normalization=True,  # advantage_normalization=True
-        optim_critic_iters=20,  # optim_critic_iters=20
-        trust_region_size=0.1,  # trust_region_size=0.1
-        action_bound_method="clip",  # bound_action_method="clip"
-        lr_decay=True,  # lr_decay=True
-        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
-        deterministic_eval=False,  # ProbabilisticActorPolicy's default
-        buffer_size=4096,  # buffer_size=4096
-        training_num=16,  # num_training_envs=16
-        test_num=10,  # num_test_envs=10
-        max_epochs=100,  # epoch=100
-        step_per_epoch=30_000,  # epoch_num_steps=30000
-        step_per_collect=1024,  # collection_step_num_env_steps=1024
-        repeat_per_collect=1,  # update_step_num_repetitions=1
-        batch_size=99_999,  # batch_size=None: the whole rollout
+    (  # examples/mujoco/mujoco_redq.py; the policy samples inside training steps
+        REDQPreset,
+        "tdrl.presets.redq:build",
+        False,
+        {
+            **{"actor_lr": 1e-3, "critic_lr": 1e-3, **_ENTROPY, "warmup_steps": 10_000},
+            **{"ensemble_size": 10, "subset_size": 2, "target_mode": "min"},
+            "actor_delay": 20,  # actor_delay=update_per_step=20
+            "update_per_step": 20.0,  # update_per_step=20 (the update-to-data ratio)
+        },
     ),
-    builder=f"{_HERE}:build_npg",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="continuous",
 )
-register(
-    "trpo",
-    "mujoco",
-    # examples/mujoco/mujoco_trpo.py
-    TRPOMujocoPreset(
-        task="Hopper-v5",  # script: task="Ant-v4"
-        hidden_sizes=(64, 64),  # hidden_sizes=[64, 64], nn.Tanh
-        lr=1e-3,  # lr=1e-3 (the critic's Adam)
-        gamma=0.99,  # gamma=0.99
-        gae_lambda=0.95,  # gae_lambda=0.95
-        return_scaling=True,  # return_scaling=True
-        advantage_normalization=True,  # advantage_normalization=True
-        optim_critic_iters=20,  # optim_critic_iters=20
-        max_kl=0.01,  # max_kl=0.01
-        backtrack_coeff=0.8,  # backtrack_coeff=0.8
-        max_backtracks=10,  # max_backtracks=10
-        action_bound_method="clip",  # action_bound_method="clip"
-        lr_decay=True,  # lr_decay=True
-        obs_norm=True,  # make_mujoco_env(..., obs_norm=True)
-        deterministic_eval=False,  # ProbabilisticActorPolicy's default
-        buffer_size=4096,  # buffer_size=4096
-        training_num=16,  # num_training_envs=16
-        test_num=10,  # num_test_envs=10
-        max_epochs=100,  # epoch=100
-        step_per_epoch=30_000,  # epoch_num_steps=30000
-        step_per_collect=1024,  # collection_step_num_env_steps=1024
-        repeat_per_collect=1,  # update_step_num_repetitions=1
-        batch_size=99_999,  # batch_size=None: the whole rollout
-    ),
-    builder=f"{_HERE}:build_trpo",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="continuous",
-)
-register(
-    "ddpg",
-    "mujoco",
-    # examples/mujoco/mujoco_ddpg.py
-    DDPGPreset(
-        task="Hopper-v5",  # script: task="Ant-v4"
-        hidden_sizes=(256, 256),  # hidden_sizes=[256, 256] (ReLU)
-        actor_lr=1e-3,  # actor_lr=1e-3
-        critic_lr=1e-3,  # critic_lr=1e-3
-        gamma=0.99,  # gamma=0.99
-        tau=0.005,  # tau=0.005
-        exploration_noise="gaussian",  # GaussianNoise
-        noise_sigma=0.1,  # exploration_noise=0.1 (times max_action = 1 on Hopper)
-        n_step=1,  # n_step=1
-        buffer_size=1_000_000,  # buffer_size=1000000
-        training_num=1,  # num_training_envs=1
-        test_num=10,  # num_test_envs=10
-        warmup_steps=25_000,  # start_timesteps=25000
-        max_epochs=50,  # epoch=50
-        step_per_epoch=5000,  # epoch_num_steps=5000
-        step_per_collect=1,  # collection_step_num_env_steps=1
-        update_per_step=1.0,  # update_per_step=1
-        batch_size=256,  # batch_size=256
-    ),
-    builder="tdrl.presets.ddpg:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # the policy adds its noise inside training steps only
-    action_space="continuous",
-)
-register(
-    "td3",
-    "mujoco",
-    # examples/mujoco/mujoco_td3.py
-    TD3Preset(
-        task="Hopper-v5",  # script: task="Ant-v4"
-        hidden_sizes=(256, 256),  # hidden_sizes=[256, 256] (ReLU)
-        actor_lr=3e-4,  # actor_lr=3e-4
-        critic_lr=3e-4,  # critic_lr=3e-4
-        gamma=0.99,  # gamma=0.99
-        tau=0.005,  # tau=0.005
-        exploration_noise="gaussian",  # GaussianNoise
-        noise_sigma=0.1,  # exploration_noise=0.1 (times max_action = 1 on Hopper)
-        policy_noise=0.2,  # policy_noise=0.2 (times max_action)
-        noise_clip=0.5,  # noise_clip=0.5
-        update_actor_freq=2,  # update_actor_freq=2
-        n_step=1,  # n_step=1
-        buffer_size=1_000_000,  # buffer_size=1000000
-        training_num=1,  # num_training_envs=1
-        test_num=10,  # num_test_envs=10
-        warmup_steps=25_000,  # start_timesteps=25000
-        max_epochs=50,  # epoch=50
-        step_per_epoch=5000,  # epoch_num_steps=5000
-        step_per_collect=1,  # collection_step_num_env_steps=1
-        update_per_step=1.0,  # update_per_step=1
-        batch_size=256,  # batch_size=256
-    ),
-    builder="tdrl.presets.td3:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # the policy adds its noise inside training steps only
-    action_space="continuous",
-)
-register(
-    "sac",
-    "mujoco",
-    # examples/mujoco/mujoco_sac.py
-    SACPreset(
-        task="Hopper-v5",  # script: task="Ant-v4"
-        hidden_sizes=(256, 256),  # hidden_sizes=[256, 256] (ReLU)
-        actor_lr=1e-3,  # actor_lr=1e-3
-        critic_lr=1e-3,  # critic_lr=1e-3
-        gamma=0.99,  # gamma=0.99
-        tau=0.005,  # tau=0.005
-        auto_alpha=False,  # auto_alpha=False
-        alpha=0.2,  # alpha=0.2
-        alpha_lr=3e-4,  # alpha_lr=3e-4 (used with auto_alpha only)
-        n_step=1,  # n_step=1
-        buffer_size=1_000_000,  # buffer_size=1000000
-        training_num=1,  # num_training_envs=1
-        test_num=10,  # num_test_envs=10
-        warmup_steps=10_000,  # start_timesteps=10000
-        max_epochs=50,  # epoch=50 (v2.0.1; 200 in Tianshou 0.x)
-        step_per_epoch=5000,  # epoch_num_steps=5000
-        step_per_collect=1,  # collection_step_num_env_steps=1
-        update_per_step=1.0,  # update_per_step=1
-        batch_size=256,  # batch_size=256
-    ),
-    builder="tdrl.presets.sac:build",
-    trainer="offpolicy",
-    exploration_noise=False,
-    action_space="continuous",
-)
-register(
-    "redq",
-    "mujoco",
-    # examples/mujoco/mujoco_redq.py
-    REDQPreset(
-        task="Hopper-v5",  # script: task="Ant-v4"
-        hidden_sizes=(256, 256),  # hidden_sizes=[256, 256] (ReLU)
-        ensemble_size=10,  # ensemble_size=10
-        subset_size=2,  # subset_size=2
-        actor_lr=1e-3,  # actor_lr=1e-3
-        critic_lr=1e-3,  # critic_lr=1e-3
-        gamma=0.99,  # gamma=0.99
-        tau=0.005,  # tau=0.005
-        auto_alpha=False,  # auto_alpha=False
-        alpha=0.2,  # alpha=0.2
-        alpha_lr=3e-4,  # alpha_lr=3e-4 (used with auto_alpha only)
-        target_mode="min",  # target_mode="min"
-        actor_delay=20,  # actor_delay=update_per_step=20
-        n_step=1,  # n_step=1
-        buffer_size=1_000_000,  # buffer_size=1000000
-        training_num=1,  # num_training_envs=1
-        test_num=10,  # num_test_envs=10
-        warmup_steps=10_000,  # start_timesteps=10000
-        max_epochs=50,  # epoch=50
-        step_per_epoch=5000,  # epoch_num_steps=5000
-        step_per_collect=1,  # collection_step_num_env_steps=1
-        update_per_step=20.0,  # update_per_step=20 (the update-to-data ratio)
-        batch_size=256,  # batch_size=256
-    ),
-    builder="tdrl.presets.redq:build",
-    trainer="offpolicy",
-    exploration_noise=False,  # the policy samples inside training steps
-    action_space="continuous",
-)
+"""Per script: the preset class, its builder, whether the collectors add the policy's
+exploration noise, and its values beyond ``_OFF_POLICY_COMMON`` (``warmup_steps``: the
+script's ``start_timesteps``)."""
+
+for _cls, _values in _ON_POLICY:
+    register(
+        _cls.algo,
+        "mujoco",
+        _cls(**{**_ON_POLICY_COMMON, **_values}),
+        builder=f"tdrl.presets.mujoco:build_{_cls.algo}",
+        trainer="onpolicy",
+        exploration_noise=False,
+        action_space="continuous",
+    )
+for _cls, _builder, _noise, _values in _OFF_POLICY:
+    register(
+        _cls.algo,
+        "mujoco",
+        _cls(**{**_OFF_POLICY_COMMON, **_values}),
+        builder=_builder,
+        trainer="offpolicy",
+        exploration_noise=_noise,
+        action_space="continuous",
+    )

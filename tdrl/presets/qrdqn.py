@@ -26,13 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import QLearningFields, eps_args
+from tdrl.presets.registry import register
 
 __all__ = ["QRDQNPreset", "build"]
 
 
 @dataclass(frozen=True)
-class QRDQNPreset(Preset):
+class QRDQNPreset(QLearningFields):
     """QR-DQN hyperparameters and trainer settings (defaults: CartPole-v1).
 
     Network: an MLP trunk of ``hidden_sizes`` with ``num_quantiles`` quantile values per
@@ -51,21 +52,10 @@ class QRDQNPreset(Preset):
     hidden_sizes: tuple[int, ...] = (128, 128, 128, 128)
     dueling: bool = False
     num_quantiles: int = 50
-    lr: float = 1e-3
-    gamma: float = 0.9
-    n_step: int = 3
     target_update_freq: int = 160
-    eps_train: float = 0.1
-    eps_test: float = 0.05
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 100
-    warmup_steps: int = 640
     max_epochs: int = 50
     step_per_epoch: int = 2000
-    step_per_collect: int = 10
     update_per_step: float = 0.2
-    batch_size: int = 64
 
 
 def build(p: QRDQNPreset, observation_space: Any, action_space: Any) -> Any:
@@ -93,8 +83,7 @@ def build(p: QRDQNPreset, observation_space: Any, action_space: Any) -> Any:
     policy = QRDQNPolicy(
         model=model,
         action_space=action_space,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
+        **eps_args(p),
     )
     return QRDQN(
         policy=policy,

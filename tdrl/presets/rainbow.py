@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.errors import PresetError
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import QLearningFields, eps_args, q_learning_args, support_args
+from tdrl.presets.registry import register
 
 __all__ = ["RainbowPreset", "build"]
 
 
 @dataclass(frozen=True)
-class RainbowPreset(Preset):
+class RainbowPreset(QLearningFields):
     """Rainbow hyperparameters and trainer settings (defaults: CartPole-v1).
 
     Network: ``hidden_sizes`` (trunk), ``head_hidden_sizes`` (each dueling stream's hidden
@@ -65,24 +66,14 @@ class RainbowPreset(Preset):
     v_min: float = -10.0
     v_max: float = 10.0
     noisy_std: float = 0.1
-    lr: float = 1e-3
-    gamma: float = 0.9
-    n_step: int = 3
-    target_update_freq: int = 320
-    eps_train: float = 0.1
-    eps_test: float = 0.05
     prioritized_replay: bool = True
     alpha: float = 0.6
     beta: float = 0.4
-    buffer_size: int = 20_000
     training_num: int = 8
-    test_num: int = 100
     warmup_steps: int = 512
-    max_epochs: int = 10
     step_per_epoch: int = 2000
     step_per_collect: int = 8
     update_per_step: float = 0.125
-    batch_size: int = 64
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -118,18 +109,12 @@ def build(p: RainbowPreset, observation_space: Any, action_space: Any) -> Any:
     policy = RainbowPolicy(
         model=model,
         action_space=action_space,
-        num_atoms=p.num_atoms,
-        v_min=p.v_min,
-        v_max=p.v_max,
-        eps_training=p.eps_train,
-        eps_inference=p.eps_test,
+        **support_args(p),
+        **eps_args(p),
     )
     return Rainbow(
         policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+        **q_learning_args(p),
     )
 
 

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.errors import PresetError
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import OffPolicyFields
+from tdrl.presets.registry import register
 
 __all__ = ["REDQPreset", "build"]
 
 
 @dataclass(frozen=True)
-class REDQPreset(Preset):
+class REDQPreset(OffPolicyFields):
     """REDQ hyperparameters and trainer settings (defaults: Pendulum-v1).
 
     ``ensemble_size`` critics, targets from random subsets of ``subset_size`` of them
@@ -64,13 +65,7 @@ class REDQPreset(Preset):
     actor_delay: int = 3
     target_mode: str = "min"
     n_step: int = 1
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 10
-    warmup_steps: int = 1000
-    max_epochs: int = 20
     step_per_epoch: int = 500
-    step_per_collect: int = 10
     update_per_step: float = 3.0
     batch_size: int = 64
 

@@ -474,7 +474,7 @@ def register(
     return e
 
 
-INFRASTRUCTURE: frozenset[str] = frozenset({"registry", "make", "_fields"})
+INFRASTRUCTURE: frozenset[str] = frozenset({"registry", "make", "common"})
 """Modules of :mod:`tdrl.presets` that hold no presets: :func:`algorithms` and friends do
 not import them (``make`` imports torch)."""
 
@@ -489,11 +489,11 @@ def _discover() -> None:
     if _DISCOVERED:
         return
     _DISCOVERED = True
+    import os
     import pkgutil
 
-    import tdrl.presets as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+    here = [os.path.dirname(__file__)]  # the package's folder, without importing it here
+    for info in sorted(pkgutil.iter_modules(here), key=lambda m: m.name):
         if info.name not in INFRASTRUCTURE:
             importlib.import_module(f"tdrl.presets.{info.name}")
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import OffPolicyFields
+from tdrl.presets.registry import register
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.sac import SAC
@@ -26,7 +27,7 @@ __all__ = ["SACPreset", "build"]
 
 
 @dataclass(frozen=True)
-class SACPreset(Preset):
+class SACPreset(OffPolicyFields):
     """SAC hyperparameters and trainer settings (defaults: Pendulum-v1).
 
     Warm up with ``collect(n_step=warmup_steps, random=True)``.
@@ -45,15 +46,6 @@ class SACPreset(Preset):
     alpha: float = 0.2
     alpha_lr: float = 3e-4
     n_step: int = 1
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 10
-    warmup_steps: int = 1000
-    max_epochs: int = 20
-    step_per_epoch: int = 1000
-    step_per_collect: int = 10
-    update_per_step: float = 1.0
-    batch_size: int = 128
 
 
 def build(p: SACPreset, observation_space: Any, action_space: Any) -> SAC:

@@ -24,14 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tdrl.presets.common import OffPolicyFields
 from tdrl.presets.ddpg import NOISE_RULES, make_noise
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.registry import register
 
 __all__ = ["TD3Preset", "build"]
 
 
 @dataclass(frozen=True)
-class TD3Preset(Preset):
+class TD3Preset(OffPolicyFields):
     """TD3 hyperparameters and trainer settings (defaults: Pendulum-v1).
 
     The exploration noise fields are :class:`~tdrl.presets.ddpg.DDPGPreset`'s;
@@ -65,15 +66,6 @@ class TD3Preset(Preset):
     noise_clip: float = 0.5
     update_actor_freq: int = 2
     n_step: int = 3
-    buffer_size: int = 20_000
-    training_num: int = 10
-    test_num: int = 10
-    warmup_steps: int = 1000
-    max_epochs: int = 20
-    step_per_epoch: int = 1000
-    step_per_collect: int = 10
-    update_per_step: float = 1.0
-    batch_size: int = 128
 
 
 def build(p: TD3Preset, observation_space: Any, action_space: Any) -> Any:

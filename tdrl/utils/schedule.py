@@ -1,4 +1,4 @@
-"""Learning-rate schedules for :meth:`~tdrl.algorithm.base.OptimizerFactory.with_lr_scheduler`.
+"""Learning-rate schedules for :meth:`~tdrl.algorithm.optim.OptimizerFactory.with_lr_scheduler`.
 
 Plain Python at import time (torch is imported when a scheduler is built), so the preset
 modules that name a schedule stay importable without torch.
@@ -30,7 +30,7 @@ def _linear_scheduler(optim: torch.optim.Optimizer, total: int) -> Any:
 def linear_lr_decay(total_updates: int) -> Callable[[torch.optim.Optimizer], Any]:
     """``optimizer -> LambdaLR`` decaying the learning rate linearly from its initial value
     to 0 over ``total_updates`` scheduler steps (algorithms step their schedulers once per
-    ``update``), for :meth:`~tdrl.algorithm.base.OptimizerFactory.with_lr_scheduler`.
+    ``update``), for :meth:`~tdrl.algorithm.optim.OptimizerFactory.with_lr_scheduler`.
 
     Tianshou's ``LRSchedulerFactoryLinear`` (``lr * (1 - n / total)``), clamped at 0 past
     the end. The factor is computed from ``total_updates`` only (not saved in the

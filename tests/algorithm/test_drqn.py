@@ -218,9 +218,9 @@ def test_preset_builds_and_launcher_uses_stack_num() -> None:
     assert (p.stack_num, p.n_step, p.batch_size) == (4, 3, 128)
     import inspect
 
-    import tdrl.launch
+    import tdrl.experiment.build
 
-    assert 'getattr(preset, "stack_num", 1)' in inspect.getsource(tdrl.launch)
+    assert 'getattr(preset, "stack_num", 1)' in inspect.getsource(tdrl.experiment.build)
 
 
 # -- the Tianshou oracle ----------------------------------------------------------------

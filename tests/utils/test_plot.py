@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from tdrl.utils.logger import CSVLogger
 from tdrl.cli.plot import main as plot_main
+from tdrl.utils.logger import CSVLogger
 from tdrl.utils.plot import load_curve, mean_std, plot_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

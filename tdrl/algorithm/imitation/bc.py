@@ -27,7 +27,10 @@ import torch.nn.functional as F
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import Algorithm, OptimizerFactory, Policy, call_model, make_batch
+from tdrl.algorithm.algorithm_base import Algorithm
+from tdrl.algorithm.checks import require_instance
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.data.batch import Batch
 
 __all__ = ["BC", "ImitationPolicy"]
@@ -110,8 +113,7 @@ class BC(Algorithm):
         optim: OptimizerFactory | float = 1e-3,
         max_grad_norm: float | None = None,
     ) -> None:
-        if not isinstance(policy, ImitationPolicy):
-            raise ValueError(f"policy: expected an ImitationPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, ImitationPolicy, ValueError)
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"max_grad_norm: expected a value > 0 or None, got {max_grad_norm}")
         super().__init__(policy)

@@ -40,14 +40,9 @@ from tensordict.nn import TensorDictParams
 from torch import nn
 
 from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
-from tdrl.algorithm.base import (
-    ActBoundMethod,
-    OptimizerFactory,
-    Policy,
-    make_batch,
-    require_at_least,
-    require_unit,
-)
+from tdrl.algorithm.checks import require_at_least, require_instance, require_unit
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import ActBoundMethod, Policy, make_batch
 from tdrl.data.batch import Batch
 from tdrl.utils.net_vae import VAE, Perturbation
 
@@ -159,8 +154,7 @@ class BCQ(OffPolicyActorCritic):
         lmbda: float = 0.75,
         num_sampled_action: int = 10,
     ) -> None:
-        if not isinstance(policy, BCQPolicy):
-            raise ValueError(f"policy: expected a BCQPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, BCQPolicy, ValueError)
         require_unit(lmbda=lmbda)
         require_at_least(1, num_sampled_action=num_sampled_action)
         super().__init__(

@@ -46,8 +46,9 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from tdrl.algorithm.actor_critic import AutoAlpha
-from tdrl.algorithm.base import GradStep, OptimizerFactory, require_at_least
+from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.modelfree.sac import SAC, SACPolicy
+from tdrl.algorithm.optim import GradStep, OptimizerFactory
 from tdrl.algorithm.returns import compute_episodic_return
 from tdrl.data.batch import Batch
 
@@ -71,6 +72,35 @@ class _PerModuleClip(GradStep):
     def _clip(self) -> None:
         for group in self.groups:
             nn.utils.clip_grad_norm_(group, max_norm=self.max_grad_norm)  # type: ignore[arg-type]
+
+
+def _check_cql_args(
+    cql_weight: float,
+    temperature: float,
+    min_action: float,
+    max_action: float,
+    num_repeat_actions: int,
+    alpha_min: float,
+    alpha_max: float,
+    max_grad_norm: float | None,
+) -> None:
+    """Raise ``ValueError`` naming the first bad argument of :class:`CQL`."""
+    if not cql_weight >= 0:
+        raise ValueError(f"cql_weight: expected a value >= 0, got {cql_weight}")
+    if not temperature > 0:
+        raise ValueError(f"temperature: expected a value > 0, got {temperature}")
+    if not min_action < max_action:
+        raise ValueError(
+            f"max_action: expected a value > min_action = {min_action}, got {max_action}"
+        )
+    require_at_least(1, num_repeat_actions=num_repeat_actions)
+    if not 0 <= alpha_min <= alpha_max:
+        raise ValueError(
+            f"alpha_max: expected 0 <= alpha_min <= alpha_max, got alpha_min={alpha_min}, "
+            f"alpha_max={alpha_max}"
+        )
+    if max_grad_norm is not None and not max_grad_norm > 0:
+        raise ValueError(f"max_grad_norm: expected a value > 0 or None, got {max_grad_norm}")
 
 
 class CQL(SAC):
@@ -132,22 +162,10 @@ class CQL(SAC):
         max_grad_norm: float | None = 1.0,
         calibrated: bool = True,
     ) -> None:
-        if not cql_weight >= 0:
-            raise ValueError(f"cql_weight: expected a value >= 0, got {cql_weight}")
-        if not temperature > 0:
-            raise ValueError(f"temperature: expected a value > 0, got {temperature}")
-        if not min_action < max_action:
-            raise ValueError(
-                f"max_action: expected a value > min_action = {min_action}, got {max_action}"
-            )
-        require_at_least(1, num_repeat_actions=num_repeat_actions)
-        if not 0 <= alpha_min <= alpha_max:
-            raise ValueError(
-                f"alpha_max: expected 0 <= alpha_min <= alpha_max, got alpha_min={alpha_min}, "
-                f"alpha_max={alpha_max}"
-            )
-        if max_grad_norm is not None and not max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm: expected a value > 0 or None, got {max_grad_norm}")
+        _check_cql_args(
+            cql_weight, temperature, min_action, max_action, num_repeat_actions, alpha_min,
+            alpha_max, max_grad_norm,
+        )  # fmt: skip
         super().__init__(
             policy=policy,
             policy_optim=policy_optim,

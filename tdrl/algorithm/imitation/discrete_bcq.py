@@ -30,7 +30,10 @@ import torch.nn.functional as F
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import GradStep, OptimizerFactory, call_model, make_batch
+from tdrl.algorithm.checks import require_instance
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.optim import GradStep, OptimizerFactory
+from tdrl.algorithm.policy import call_model, make_batch
 from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, split_mask
 from tdrl.data.batch import Batch
 
@@ -167,8 +170,7 @@ class DiscreteBCQ(QLearningAlgorithm):
         imitation_logits_penalty: float = 1e-2,
         max_grad_norm: float | None = None,
     ) -> None:
-        if not isinstance(policy, DiscreteBCQPolicy):
-            raise TypeError(f"policy: expected a DiscreteBCQPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, DiscreteBCQPolicy)
         if not imitation_logits_penalty >= 0:
             raise ValueError(
                 f"imitation_logits_penalty: expected a value >= 0, got {imitation_logits_penalty}"
@@ -225,7 +227,7 @@ class DiscreteBCQ(QLearningAlgorithm):
         weight = self.weights(td)
         td.set("td_error", (returns - q_a).detach())
         return {
-            "loss_qvalue": (per * weight).mean() if weight is not None else per.mean(),
+            "loss_qvalue": weighted_mean(per, weight),
             "loss_imitation": F.nll_loss(F.log_softmax(logits, dim=-1), act),
             "loss_logits_penalty": self.imitation_logits_penalty * logits.pow(2).mean(),
         }

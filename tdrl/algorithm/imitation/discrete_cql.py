@@ -18,10 +18,10 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from tdrl.algorithm.base import OptimizerFactory
-from tdrl.algorithm.distributional import quantile_huber_loss, quantile_priority
-from tdrl.algorithm.modelfree.c51 import check_atoms
+from tdrl.algorithm.distributional import check_atoms, quantile_huber_loss, quantile_priority
+from tdrl.algorithm.loss_keys import weighted_mean
 from tdrl.algorithm.modelfree.qrdqn import QRDQN, QRDQNPolicy
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.qlearning import mask_q
 
 __all__ = ["DiscreteCQL", "DiscreteCQLPolicy"]
@@ -103,8 +103,6 @@ class DiscreteCQL(QRDQN):
             q = mask_q(q, mask)
         gap = q.logsumexp(1) - q.gather(1, act).squeeze(1)
         return {
-            "loss_qvalue": (per * weight.to(per.dtype)).mean()
-            if weight is not None
-            else per.mean(),
+            "loss_qvalue": weighted_mean(per, weight, cast=True),
             "loss_cql": self.min_q_weight * gap.mean(),
         }

@@ -32,13 +32,11 @@ from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.distributions import Categorical
 
-from tdrl.algorithm.base import (
-    Algorithm,
-    OptimizerFactory,
-    call_model,
-    require_at_least,
-    require_unit,
-)
+from tdrl.algorithm.algorithm_base import Algorithm
+from tdrl.algorithm.checks import require_at_least, require_unit
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import call_model
 from tdrl.algorithm.policy_gradient import ActorPolicy
 
 __all__ = ["DiscreteCRR", "DiscreteCRRPolicy"]
@@ -54,7 +52,7 @@ class DiscreteCRRPolicy(ActorPolicy):
     :param deterministic_eval: act with the most probable action outside training steps
         (Tianshou's default, ``False``, samples when testing too).
 
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> p = DiscreteCRRPolicy(actor=torch.nn.Linear(4, 3), action_space=gym.spaces.Discrete(3))
     >>> out = p(make_batch({"obs": torch.zeros(2, 4)}, 2))
     >>> out["act"].shape, out["logits"].shape
@@ -218,6 +216,6 @@ class DiscreteCRR(Algorithm):
         log_prob = dist.log_prob(act)
         return {
             "loss_actor": -(log_prob * self.improvement_weight(advantage)).mean(),
-            "loss_qvalue": 0.5 * ((sq * weight).mean() if weight is not None else sq.mean()),
+            "loss_qvalue": 0.5 * weighted_mean(sq, weight),
             "loss_cql": self.min_q_weight * (q.logsumexp(1) - q_a).mean(),
         }

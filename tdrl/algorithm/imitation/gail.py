@@ -33,8 +33,9 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory, Stage, require_at_least
+from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
+from tdrl.algorithm.optim import OptimizerFactory, Stage
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
 

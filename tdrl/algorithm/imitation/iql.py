@@ -42,7 +42,9 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
-from tdrl.algorithm.base import OptimizerFactory, call_model, require_unit
+from tdrl.algorithm.checks import require_instance, require_unit
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import call_model
 from tdrl.algorithm.policy_gradient import ActorPolicy
 from tdrl.data.batch import Batch
 
@@ -80,7 +82,7 @@ class IQL(OffPolicyActorCritic):
     :param max_weight: the clip of ``exp(beta A)``, ``> 0`` (the paper's 100).
 
     >>> import gymnasium as gym
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> from tdrl.utils.net import GaussianActor, QCritic, VCritic
     >>> box = gym.spaces.Box(-2.0, 2.0, (1,))
     >>> actor = GaussianActor(3, 1, (8,), state_dependent_std=False, bounded_loc=True)
@@ -109,8 +111,7 @@ class IQL(OffPolicyActorCritic):
         beta: float = 3.0,
         max_weight: float = 100.0,
     ) -> None:
-        if not isinstance(policy, ActorPolicy):
-            raise ValueError(f"policy: expected an ActorPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, ActorPolicy, ValueError)
         if policy.action_type != "continuous":
             raise ValueError(
                 f"policy: expected a policy over a Box action space, got "

@@ -39,8 +39,9 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from tdrl.algorithm.actor_critic import ContinuousDeterministicPolicy
-from tdrl.algorithm.base import OptimizerFactory, call_model, make_batch
 from tdrl.algorithm.modelfree.td3 import TD3
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import call_model, make_batch
 from tdrl.data.batch import Batch
 from tdrl.utils.normalize import TIANSHOU_EPS, RunningNorm
 

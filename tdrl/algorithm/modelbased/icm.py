@@ -40,7 +40,9 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import Algorithm, OptimizerFactory, require_unit
+from tdrl.algorithm.algorithm_base import Algorithm
+from tdrl.algorithm.checks import require_unit
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch

@@ -37,7 +37,9 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import Algorithm, Policy, make_batch, require_unit
+from tdrl.algorithm.algorithm_base import Algorithm
+from tdrl.algorithm.checks import require_instance, require_unit
+from tdrl.algorithm.policy import Policy, make_batch
 from tdrl.data.batch import Batch
 
 __all__ = ["PSRL", "PSRLModel", "PSRLPolicy", "value_iteration"]
@@ -286,8 +288,7 @@ class PSRL(Algorithm):
     policy: PSRLPolicy
 
     def __init__(self, *, policy: PSRLPolicy, add_done_loop: bool = False) -> None:
-        if not isinstance(policy, PSRLPolicy):
-            raise TypeError(f"policy: expected a PSRLPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, PSRLPolicy)
         super().__init__(policy)
         self.add_done_loop = add_done_loop
         self._add_stage(self.posterior_update)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy_gradient import (
     ActorPolicy,
     OnPolicyAlgorithm,

@@ -39,7 +39,8 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory, Policy
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.policy import Policy
 from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, split_mask
 
 __all__ = ["BDQN", "BDQNPolicy"]
@@ -59,7 +60,7 @@ class BDQNPolicy(QLearningPolicy):
     With probability epsilon a whole action is replaced by one with an independent, uniformly
     random sub-action in every dimension (Tianshou's BDQN exploration).
 
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> from tdrl.utils.net_rainbow import BranchingQNet
     >>> p = BDQNPolicy(model=BranchingQNet(3, 1, 5), action_space=gym.spaces.Box(-2, 2, (1,)),
     ...                action_bins=5)
@@ -207,29 +208,7 @@ class BDQN(QLearningAlgorithm):
     """
 
     policy: BDQNPolicy
-
-    def __init__(
-        self,
-        *,
-        policy: BDQNPolicy,
-        optim: OptimizerFactory | float = 1e-3,
-        gamma: float = 0.99,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
-        max_grad_norm: float | None = None,
-    ) -> None:
-        if not isinstance(policy, BDQNPolicy):
-            raise TypeError(f"policy: expected a BDQNPolicy, got {type(policy).__name__}")
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            max_grad_norm=max_grad_norm,
-        )
+    policy_class = BDQNPolicy
 
     def _branch_q(self, obs: Any, model: nn.Module | None = None) -> torch.Tensor:
         """Q-values ``[B, D, K]`` (masked), checked against the action space."""
@@ -266,5 +245,4 @@ class BDQN(QLearningAlgorithm):
         per = td_error.pow(2).mean(-1)
         td.set("td_error", td_error.sum(-1).detach())
         weight = self.weights(td)
-        loss = (per * weight.to(per.dtype)).mean() if weight is not None else per.mean()
-        return {"loss_qvalue": loss}
+        return {"loss_qvalue": weighted_mean(per, weight, cast=True)}

@@ -37,9 +37,16 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory, require_at_least
-from tdrl.algorithm.distributional import categorical_projection
-from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, mask_q
+from tdrl.algorithm.checks import require_at_least
+from tdrl.algorithm.distributional import (
+    bootstrap_atoms,
+    categorical_projection,
+    check_atoms,
+    make_td0_estimator,
+    taken_atoms,
+)
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy
 from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.data.batch import Batch
 
@@ -57,68 +64,6 @@ _CE_EPS = 1e-8  # inside the log of the cross-entropy, as in Tianshou
 _ZERO_ONE = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
 
 
-def check_atoms(out: torch.Tensor, num_atoms: int, name: str) -> None:
-    """Raise ``ValueError`` unless the network output is ``[B, n_actions, num_atoms]``.
-
-    >>> check_atoms(torch.zeros(2, 3, 5), 5, "num_atoms")
-    >>> check_atoms(torch.zeros(2, 3), 5, "num_atoms")
-    Traceback (most recent call last):
-    ...
-    ValueError: model output: expected [B, n_actions, num_atoms=5], got shape (2, 3)
-    """
-    if out.dim() != 3 or out.shape[-1] != num_atoms:
-        raise ValueError(
-            f"model output: expected [B, n_actions, {name}={num_atoms}], "
-            f"got shape {tuple(out.shape)}"
-        )
-
-
-def taken_atoms(
-    policy: QLearningPolicy, obs: Any, act: torch.Tensor, num_atoms: int, name: str
-) -> torch.Tensor:
-    """The online network's atoms ``[B, num_atoms]`` of the stored actions ``act``.
-
-    :param name: the argument that set ``num_atoms``, named by the shape error.
-
-    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 6), torch.nn.Unflatten(1, (2, 3)))
-    >>> p = C51Policy(model=net, action_space=gym.spaces.Discrete(2), num_atoms=3)
-    >>> taken_atoms(p, torch.zeros(4, 1), torch.tensor([0, 1, 1, 0]), 3, "num_atoms").shape
-    torch.Size([4, 3])
-    """
-    out, _, _ = policy.model_output(obs)
-    check_atoms(out, num_atoms, name)
-    index = act.long().reshape(-1, 1, 1).expand(-1, 1, out.shape[-1])
-    return out.gather(1, index).squeeze(1)
-
-
-def bootstrap_atoms(
-    policy: QLearningPolicy, obs_next: Any, target_model: nn.Module | None, is_double: bool
-) -> torch.Tensor:
-    """The atoms ``[B, K]`` of the bootstrap action at ``obs_next`` (no gradient).
-
-    With a target network, the target network's atoms of the action the online network
-    picks (``is_double``, Tianshou's choice) or of the target network's own greedy action;
-    without one, the online network's atoms of its greedy action. Greedy over the expected
-    Q-values (the policy's head hook) among the legal actions.
-
-    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 6), torch.nn.Unflatten(1, (2, 3)))
-    >>> p = C51Policy(model=net, action_space=gym.spaces.Discrete(2), num_atoms=3)
-    >>> bootstrap_atoms(p, torch.zeros(4, 1), None, True).shape
-    torch.Size([4, 3])
-    """
-    with torch.no_grad():
-        if target_model is None:
-            out, mask, _ = policy.model_output(obs_next)
-            q = policy.q_from_output(out)
-        else:
-            out, mask, _ = policy.model_output(obs_next, target_model)
-            q = policy.q_from_output(policy.model_output(obs_next)[0] if is_double else out)
-        if mask is not None:
-            q = mask_q(q, mask)
-        act = q.argmax(dim=-1)
-        return out[torch.arange(out.shape[0], device=out.device), act]
-
-
 class C51Policy(QLearningPolicy):
     """Greedy (epsilon-greedy) policy over ``Q(s, a) = sum_i p_i(s, a) z_i``.
 
@@ -130,7 +75,7 @@ class C51Policy(QLearningPolicy):
     :param v_max: the largest atom, ``> v_min``.
     :param eps_training: / :param eps_inference: see :class:`QLearningPolicy`.
 
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> from tdrl.utils.net_distributional import DistributionalQNet
     >>> p = C51Policy(model=DistributionalQNet(4, 2, 11, (8,), softmax=True),
     ...               action_space=gym.spaces.Discrete(2), num_atoms=11, v_min=-5, v_max=5)
@@ -197,29 +142,7 @@ class C51(QLearningAlgorithm):
     """
 
     policy: C51Policy
-
-    def __init__(
-        self,
-        *,
-        policy: C51Policy,
-        optim: OptimizerFactory | float = 1e-3,
-        gamma: float = 0.99,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
-        max_grad_norm: float | None = None,
-    ) -> None:
-        if not isinstance(policy, C51Policy):
-            raise TypeError(f"policy: expected a C51Policy, got {type(policy).__name__}")
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            max_grad_norm=max_grad_norm,
-        )
+    policy_class = C51Policy
 
     # -- targets ------------------------------------------------------------------------
     def next_probs(self, obs_next: Any) -> torch.Tensor:
@@ -301,30 +224,4 @@ class C51(QLearningAlgorithm):
         ce = -(target * torch.log(probs + _CE_EPS)).sum(-1)
         td.set("td_error", ce.detach())
         weight = self.weights(td)
-        loss = (ce * weight.to(ce.dtype)).mean() if weight is not None else ce.mean()
-        return {"loss_qvalue": loss}
-
-
-def make_td0_estimator(
-    alg: QLearningAlgorithm, value_type: Any, hyperparams: dict[str, Any]
-) -> None:
-    """``alg.make_value_estimator`` of the distributional algorithms: TD(0) (the only
-    estimator of a distribution's one-step target; ``gamma`` may be set), else
-    ``NotImplementedError``.
-
-    >>> from tdrl.utils.net_distributional import DistributionalQNet
-    >>> p = C51Policy(model=DistributionalQNet(4, 2, 11, (8,), softmax=True),
-    ...               action_space=gym.spaces.Discrete(2), num_atoms=11)
-    >>> alg = C51(policy=p)
-    >>> make_td0_estimator(alg, None, {"gamma": 0.5})
-    >>> float(alg._value_estimator.gamma)
-    0.5
-    """
-    from torchrl.objectives import ValueEstimators
-
-    if value_type not in (None, ValueEstimators.TD0):
-        raise NotImplementedError(
-            f"value_type: {type(alg).__name__} supports ['TD0'] (a one-step "
-            f"distributional target), got {value_type}"
-        )
-    QLearningAlgorithm.make_value_estimator(alg, value_type, **hyperparams)
+        return {"loss_qvalue": weighted_mean(ce, weight, cast=True)}

@@ -31,8 +31,10 @@ from torch import nn
 from torch.distributions import Categorical
 
 from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
-from tdrl.algorithm.base import OptimizerFactory, call_model
+from tdrl.algorithm.checks import require_instance
 from tdrl.algorithm.modelfree.sac import AutoAlpha
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import call_model
 from tdrl.algorithm.policy_gradient import ActorPolicy
 
 __all__ = ["DiscreteSAC", "DiscreteSACPolicy"]
@@ -51,7 +53,7 @@ class DiscreteSACPolicy(ActorPolicy):
 
     The result holds ``act`` and ``logits``; ``result.dist`` is the ``Categorical``.
 
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> p = DiscreteSACPolicy(actor=torch.nn.Linear(4, 3), action_space=gym.spaces.Discrete(3))
     >>> out = p(make_batch({"obs": torch.zeros(2, 4)}, 2))
     >>> out["act"].shape, out["logits"].shape, type(out.dist).__name__
@@ -123,8 +125,7 @@ class DiscreteSAC(OffPolicyActorCritic):
         alpha: float | AutoAlpha = 0.2,
         n_step: int = 1,
     ) -> None:
-        if not isinstance(policy, DiscreteSACPolicy):
-            raise ValueError(f"policy: expected a DiscreteSACPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, DiscreteSACPolicy, ValueError)
         super().__init__(
             policy=policy,
             policy_optim=policy_optim,

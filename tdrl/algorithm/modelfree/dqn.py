@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from tensordict import TensorDictBase
 
-from tdrl.algorithm.base import OptimizerFactory
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy
 
 __all__ = ["DQN", "DQNPolicy"]
@@ -27,7 +28,7 @@ class DQNPolicy(QLearningPolicy):
     """The greedy / epsilon-greedy policy of DQN (see :class:`QLearningPolicy`).
 
     >>> import gymnasium as gym
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> p = DQNPolicy(model=torch.nn.Linear(4, 2), action_space=gym.spaces.Discrete(2))
     >>> p(make_batch({"obs": torch.zeros(3, 4)}, 3))["act"].shape
     torch.Size([3])
@@ -78,4 +79,4 @@ class DQN(QLearningAlgorithm):
             per = td_error.pow(2)
         weight = self.weights(td)
         td.set("td_error", td_error.detach())
-        return {"loss_qvalue": (per * weight).mean() if weight is not None else per.mean()}
+        return {"loss_qvalue": weighted_mean(per, weight)}

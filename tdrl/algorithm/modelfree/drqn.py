@@ -37,8 +37,9 @@ from __future__ import annotations
 import gymnasium as gym
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory, _takes_state
 from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import _takes_state
 from tdrl.algorithm.qlearning import QLearningPolicy
 
 __all__ = ["DRQN", "DRQNPolicy"]
@@ -66,7 +67,7 @@ class DRQNPolicy(DQNPolicy):
     The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningPolicy`'s.
 
     >>> import torch
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> from tdrl.utils.net_recurrent import RecurrentQNet
     >>> p = DRQNPolicy(model=RecurrentQNet(4, 2, hidden_size=8),
     ...                action_space=gym.spaces.Discrete(2))

@@ -34,9 +34,15 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory
-from tdrl.algorithm.distributional import quantile_huber_loss, quantile_priority
-from tdrl.algorithm.modelfree.iqn import QuantileQLearningAlgorithm, take_action
+from tdrl.algorithm.checks import require_instance
+from tdrl.algorithm.distributional import (
+    QuantileQLearningAlgorithm,
+    quantile_huber_loss,
+    quantile_priority,
+    take_action,
+)
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.qlearning import QLearningPolicy, split_mask
 from tdrl.utils.net_quantile import Fractions
 
@@ -92,7 +98,7 @@ class FQFPolicy(QLearningPolicy):
     :param eps_training: / :param eps_inference: epsilon-greedy exploration, as
         :class:`~tdrl.algorithm.qlearning.QLearningPolicy`.
 
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> from tdrl.utils.net_quantile import FractionProposalNetwork, FullQuantileFunction
     >>> net = FullQuantileFunction(4, 2, hidden_sizes=(16,), num_cosines=8)
     >>> p = FQFPolicy(model=net, fraction_model=FractionProposalNetwork(6, 16),
@@ -163,7 +169,7 @@ class FQF(QuantileQLearningAlgorithm):
     ``loss_entropy`` (``-ent_coef * H``), plus the statistic ``entropy``.
 
     >>> from tdrl.utils.net_quantile import FractionProposalNetwork, FullQuantileFunction
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> net = FullQuantileFunction(3, 2, hidden_sizes=(8,), num_cosines=4)
     >>> p = FQFPolicy(model=net, fraction_model=FractionProposalNetwork(4, 8),
     ...               action_space=gym.spaces.Discrete(2))
@@ -189,8 +195,7 @@ class FQF(QuantileQLearningAlgorithm):
         is_double: bool = True,
         max_grad_norm: float | None = None,
     ) -> None:
-        if not isinstance(policy, FQFPolicy):
-            raise TypeError(f"policy: expected an FQFPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, FQFPolicy)
         if not ent_coef >= 0.0:
             raise ValueError(f"ent_coef: expected a value >= 0, got {ent_coef}")
         super().__init__(
@@ -241,7 +246,7 @@ class FQF(QuantileQLearningAlgorithm):
         td.set("quantiles_hat", z_hat.detach())
         td.set("quantiles_tau", z_tau)
         weight = self.weights(td)
-        return {"loss_qvalue": (per * weight).mean() if weight is not None else per.mean()}
+        return {"loss_qvalue": weighted_mean(per, weight)}
 
     def fraction_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
         """``L_P``: the W1 fraction loss and the entropy bonus, from the features and

@@ -19,8 +19,9 @@ Fractions are drawn with ``torch.rand`` from the policy's ``generator`` (default
 global generator, which ``torch.manual_seed`` seeds), in the order Tianshou draws them:
 bootstrap action, target quantiles, then the online quantiles of the loss.
 
-:class:`QuantileQLearningAlgorithm` is what IQN and FQF share on top of the Q-learning
-base: targets that are vectors of quantile values, ``returns [B, M]``.
+:class:`~tdrl.algorithm.distributional.QuantileQLearningAlgorithm` (imported here too) is
+what IQN and FQF share on top of the Q-learning base: targets that are vectors of quantile
+values, ``returns [B, M]``.
 """
 
 from __future__ import annotations
@@ -32,22 +33,17 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory, require_at_least
-from tdrl.algorithm.distributional import quantile_huber_loss, quantile_priority
-from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, mask_q, split_mask
+from tdrl.algorithm.checks import require_at_least
+from tdrl.algorithm.distributional import (
+    QuantileQLearningAlgorithm,
+    quantile_huber_loss,
+    quantile_priority,
+    take_action,
+)
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.qlearning import QLearningPolicy, split_mask
 
 __all__ = ["IQN", "IQNPolicy", "QuantileQLearningAlgorithm", "take_action"]
-
-
-def take_action(z: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
-    """The quantile values ``[B, N]`` of action ``act [B]`` in ``z [B, n_actions, N]``.
-
-    >>> z = torch.arange(12.0).reshape(2, 3, 2)
-    >>> take_action(z, torch.tensor([2, 0])).tolist()
-    [[4.0, 5.0], [6.0, 7.0]]
-    """
-    index = act.long().reshape(-1, 1, 1).expand(-1, 1, z.shape[-1])
-    return z.gather(1, index).squeeze(1)
 
 
 class IQNPolicy(QLearningPolicy):
@@ -66,7 +62,7 @@ class IQNPolicy(QLearningPolicy):
     :param eps_training: / :param eps_inference: epsilon-greedy exploration, as
         :class:`~tdrl.algorithm.qlearning.QLearningPolicy`.
 
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
     >>> net = ImplicitQuantileNetwork(4, 2, hidden_sizes=(16,), num_cosines=8)
     >>> p = IQNPolicy(model=net, action_space=gym.spaces.Discrete(2), sample_size=5)
@@ -135,33 +131,6 @@ class IQNPolicy(QLearningPolicy):
         return out.mean(-1)
 
 
-class QuantileQLearningAlgorithm(QLearningAlgorithm):
-    """Q-learning with quantile-valued targets (the base of IQN and FQF).
-
-    The bootstrap :meth:`next_value` is a vector of quantile values ``[B, M]``, so the
-    n-step ``returns`` are ``[B, M]`` as well (``r + gamma^n (1 - term) Z'``, per
-    quantile). A TorchRL batch gets the one-step version per quantile
-    (:meth:`Algorithm.one_step_returns`).
-    Subclasses define :meth:`next_value` and :meth:`q_losses`.
-
-    >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
-    >>> net = ImplicitQuantileNetwork(1, 2, hidden_sizes=(4,), num_cosines=2)
-    >>> alg = IQN(policy=IQNPolicy(model=net, action_space=gym.spaces.Discrete(2)))
-    >>> isinstance(alg, QuantileQLearningAlgorithm)
-    True
-    """
-
-    def _greedy(self, out: Any, mask: Any) -> torch.Tensor:
-        """The greedy action ``[B]`` of a network output (masked)."""
-        q = self.policy.q_from_output(out)
-        return (mask_q(q, mask) if mask is not None else q).argmax(1)
-
-    def _target_quantiles(self, td: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
-        """The ``returns [B, M]`` of a batch in the dtype of ``like``."""
-        returns: torch.Tensor = td["returns"]
-        return returns.reshape(like.shape[0], -1).to(like.dtype)
-
-
 class IQN(QuantileQLearningAlgorithm):
     """Implicit Quantile Network: quantile regression at sampled fractions.
 
@@ -172,7 +141,7 @@ class IQN(QuantileQLearningAlgorithm):
     The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`'s.
 
     >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> net = ImplicitQuantileNetwork(3, 2, hidden_sizes=(8,), num_cosines=4)
     >>> alg = IQN(policy=IQNPolicy(model=net, action_space=gym.spaces.Discrete(2)),
     ...           target_update_freq=10)
@@ -183,29 +152,7 @@ class IQN(QuantileQLearningAlgorithm):
     """
 
     policy: IQNPolicy
-
-    def __init__(
-        self,
-        *,
-        policy: IQNPolicy,
-        optim: OptimizerFactory | float = 1e-3,
-        gamma: float = 0.99,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
-        max_grad_norm: float | None = None,
-    ) -> None:
-        if not isinstance(policy, IQNPolicy):
-            raise TypeError(f"policy: expected an IQNPolicy, got {type(policy).__name__}")
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            max_grad_norm=max_grad_norm,
-        )
+    policy_class = IQNPolicy
 
     @torch.no_grad()
     def next_value(self, obs_next: Any) -> torch.Tensor:
@@ -234,4 +181,4 @@ class IQN(QuantileQLearningAlgorithm):
         per = quantile_huber_loss(z_a, target, taus)
         td.set("td_error", quantile_priority(z_a, target))
         weight = self.weights(td)
-        return {"loss_qvalue": (per * weight).mean() if weight is not None else per.mean()}
+        return {"loss_qvalue": weighted_mean(per, weight)}

@@ -35,7 +35,8 @@ from tensordict import TensorDictBase
 from torch import nn
 from torch.distributions import Distribution, kl_divergence
 
-from tdrl.algorithm.base import OptimizerFactory, require_at_least
+from tdrl.algorithm.checks import require_at_least
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy_gradient import ActorPolicy, OnPolicyAlgorithm
 from tdrl.data.batch import Batch
 

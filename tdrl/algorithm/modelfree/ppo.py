@@ -18,7 +18,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy_gradient import (
     ActorPolicy,
     OnPolicyAlgorithm,

@@ -27,13 +27,17 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from tdrl.algorithm.base import OptimizerFactory, require_at_least
+from tdrl.algorithm.checks import require_at_least, require_instance
 from tdrl.algorithm.distributional import (
+    bootstrap_atoms,
+    make_td0_estimator,
     quantile_huber_loss,
     quantile_midpoints,
     quantile_priority,
+    taken_atoms,
 )
-from tdrl.algorithm.modelfree.c51 import bootstrap_atoms, make_td0_estimator, taken_atoms
+from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy
 
 __all__ = ["QRDQN", "QRDQNPolicy"]
@@ -47,7 +51,7 @@ class QRDQNPolicy(QLearningPolicy):
 
     The other parameters are :class:`QLearningPolicy`'s.
 
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> import gymnasium as gym
     >>> from tdrl.utils.net_distributional import DistributionalQNet
     >>> p = QRDQNPolicy(model=DistributionalQNet(4, 2, 8, (8,)),
@@ -103,8 +107,7 @@ class QRDQN(QLearningAlgorithm):
         is_double: bool = True,
         max_grad_norm: float | None = None,
     ) -> None:
-        if not isinstance(policy, QRDQNPolicy):
-            raise TypeError(f"policy: expected a QRDQNPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, QRDQNPolicy)
         require_at_least(2, num_quantiles=num_quantiles)
         super().__init__(
             policy=policy,
@@ -173,5 +176,4 @@ class QRDQN(QLearningAlgorithm):
         per = quantile_huber_loss(pred, target, self.taus)
         td.set("td_error", quantile_priority(pred, target))
         weight = self.weights(td)
-        loss = (per * weight.to(per.dtype)).mean() if weight is not None else per.mean()
-        return {"loss_qvalue": loss}
+        return {"loss_qvalue": weighted_mean(per, weight, cast=True)}

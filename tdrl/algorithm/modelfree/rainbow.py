@@ -35,8 +35,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import OptimizerFactory
 from tdrl.algorithm.modelfree.c51 import C51, C51Policy
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.data.batch import Batch
 from tdrl.utils.noisy import resample_noise
 
@@ -63,7 +63,7 @@ class RainbowPolicy(C51Policy):
     ``deterministic_eval`` outside a training step) it uses the mean weights whatever the mode.
 
     >>> import gymnasium as gym
-    >>> from tdrl.algorithm.base import make_batch
+    >>> from tdrl.algorithm.policy import make_batch
     >>> from tdrl.utils.net_rainbow import RainbowNet
     >>> _ = torch.manual_seed(0)
     >>> p = RainbowPolicy(model=RainbowNet(4, 2, num_atoms=11, hidden_sizes=(8,)),

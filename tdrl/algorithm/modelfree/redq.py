@@ -29,8 +29,9 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
-from tdrl.algorithm.base import OptimizerFactory, require_at_least
+from tdrl.algorithm.checks import require_at_least, require_instance
 from tdrl.algorithm.modelfree.sac import AutoAlpha, SACPolicy
+from tdrl.algorithm.optim import OptimizerFactory
 
 __all__ = ["REDQ", "REDQPolicy"]
 
@@ -87,8 +88,7 @@ class REDQ(OffPolicyActorCritic):
         target_mode: Literal["min", "mean"] = "min",
         generator: torch.Generator | None = None,
     ) -> None:
-        if not isinstance(policy, SACPolicy):
-            raise ValueError(f"policy: expected a SACPolicy, got {type(policy).__name__}")
+        require_instance("policy", policy, SACPolicy, ValueError)
         if target_mode not in ("min", "mean"):
             raise ValueError(f"target_mode: expected 'min' or 'mean', got {target_mode!r}")
         require_at_least(1, ensemble_size=ensemble_size, actor_delay=actor_delay)

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from tdrl.algorithm.base import OptimizerFactory
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy_gradient import (
     ActorPolicy,
     OnPolicyAlgorithm,

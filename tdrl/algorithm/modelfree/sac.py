@@ -25,7 +25,8 @@ from torch import nn
 from torch.distributions import Independent, Normal
 
 from tdrl.algorithm.actor_critic import AutoAlpha, OffPolicyActorCritic, reinit_copy
-from tdrl.algorithm.base import OptimizerFactory, Policy, call_model, make_batch
+from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.data.batch import Batch
 
 __all__ = ["SAC", "AutoAlpha", "SACPolicy"]

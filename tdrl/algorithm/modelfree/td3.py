@@ -30,9 +30,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from tdrl.algorithm.actor_critic import ContinuousDeterministicPolicy, reinit_copy
-from tdrl.algorithm.base import OptimizerFactory, require_at_least
-from tdrl.algorithm.modelfree.ddpg import DeterministicActorCritic
+from tdrl.algorithm.actor_critic import (
+    ContinuousDeterministicPolicy,
+    DeterministicActorCritic,
+    reinit_copy,
+)
+from tdrl.algorithm.checks import require_at_least
+from tdrl.algorithm.optim import OptimizerFactory
 
 __all__ = ["TD3", "ContinuousDeterministicPolicy"]
 

@@ -26,8 +26,9 @@ from tensordict import TensorDictBase
 from torch import nn
 from torch.distributions import Distribution
 
-from tdrl.algorithm.base import OptimizerFactory, require_at_least
+from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.modelfree.npg import NPG, set_flat_params
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy_gradient import ActorPolicy
 
 __all__ = ["TRPO"]

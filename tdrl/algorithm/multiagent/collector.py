@@ -36,9 +36,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from tdrl.algorithm.base import make_batch
 from tdrl.algorithm.multiagent.manager import MultiAgentPolicyManager
 from tdrl.algorithm.multiagent.marl import MultiAgentBuffer, MultiAgentOffPolicyAlgorithm
+from tdrl.algorithm.policy import make_batch
 from tdrl.data.stats import CollectStats
 
 __all__ = ["MultiAgentCollectStats", "MultiAgentCollector"]

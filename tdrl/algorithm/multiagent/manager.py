@@ -22,7 +22,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import Policy, make_batch
+from tdrl.algorithm.policy import Policy, make_batch
 from tdrl.data.batch import Batch
 
 __all__ = ["MultiAgentPolicyManager", "RandomPolicy", "agent_rows"]

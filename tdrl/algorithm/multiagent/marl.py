@@ -36,8 +36,9 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.base import Algorithm, Policy, _train_mode, within_training_step
+from tdrl.algorithm.algorithm_base import Algorithm
 from tdrl.algorithm.multiagent.manager import MultiAgentPolicyManager, _group, agent_rows
+from tdrl.algorithm.policy import Policy, _train_mode, within_training_step
 from tdrl.data.buffer import VectorReplayBuffer
 
 __all__ = ["MultiAgentBuffer", "MultiAgentOffPolicyAlgorithm"]

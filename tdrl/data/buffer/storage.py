@@ -160,10 +160,6 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
             )
         return self._td
 
-    def group_keys(self, name: str) -> list[Key]:
-        """Column keys whose first element is ``name`` (``obs`` -> ``obs``, ``obs.id``...)."""
-        return [k for k in self.columns if k[0] == name]
-
     # ------------------------------------------------------------------ writes
     def check(self, leaves: dict[Key, np.ndarray]) -> list[Key]:
         """Validate ``leaves`` against existing columns; return the keys to allocate."""

@@ -67,7 +67,7 @@ def test_an_expert_that_learns_from_a_dataset_is_refused(
 def test_missed_threshold_writes_nothing_and_exits_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tdrl.launch
+    import tdrl.experiment
 
     class Fake:
         preset = SimpleNamespace(threshold=195.0)
@@ -75,7 +75,7 @@ def test_missed_threshold_writes_nothing_and_exits_1(
         def run(self) -> Any:
             return SimpleNamespace(best_reward=20.0)
 
-    monkeypatch.setattr(tdrl.launch, "build_experiment", lambda cfg: Fake())
+    monkeypatch.setattr(tdrl.experiment, "build_experiment", lambda cfg: Fake())
     out = tmp_path / "d.hdf5"
     assert gather_mod.main(["dqn", "CartPole-v1", "--out", str(out)]) == 1
     err = capsys.readouterr().err
