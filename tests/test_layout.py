@@ -34,6 +34,7 @@ COMPAT_ALIASES = frozenset(
         "tdrl.launch",
         "tdrl.registry",
         "tdrl.checkpoint",
+        "tdrl.algorithm.base",
         "tdrl.algorithm.presets",
         "tdrl.commands",
         "tdrl.commands.bench",

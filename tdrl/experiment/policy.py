@@ -9,8 +9,6 @@ torch (only :func:`save_policy` and :func:`load_policy` do).
 
 from __future__ import annotations
 
-import pickle
-import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,29 +55,12 @@ def save_policy(
 def read_policy_file(path: str | Path) -> dict[str, Any]:
     """Load a ``policy.pt``; a missing, corrupt or foreign file is a
     :class:`~tdrl.errors.CheckpointError` naming it."""
-    import torch
+    from tdrl.trainer.checkpoint import load_file
 
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"policy {path}: expected a file of trained weights, found none")
-    try:
-        state = torch.load(path, weights_only=False, map_location="cpu")
-    except (
-        RuntimeError,
-        EOFError,
-        pickle.UnpicklingError,
-        zipfile.BadZipFile,
-        ValueError,
-        AttributeError,
-        ImportError,
-        IndexError,
-        KeyError,
-        TypeError,
-    ) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise CheckpointError(
-            f"policy {path}: expected a tdrl policy file (torch.save), could not read it: {first}"
-        ) from exc
+    state = load_file(path, "policy", "a tdrl policy file (torch.save)")
     if not isinstance(state, dict) or state.get("format") != POLICY_FORMAT:
         kind = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise CheckpointError(

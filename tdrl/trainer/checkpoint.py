@@ -28,10 +28,12 @@ from tdrl.errors import CheckpointError
 
 __all__ = [
     "CHECKPOINT_KEYS",
+    "LOAD_ERRORS",
     "CheckpointError",
     "atomic_save",
     "load_checkpoint",
     "load_checkpoint_weights",
+    "load_file",
     "read_checkpoint",
     "rng_state",
     "save_checkpoint",
@@ -118,6 +120,34 @@ def save_checkpoint(trainer: Any, path: str | Path) -> Path:
     return atomic_save(state, path)
 
 
+LOAD_ERRORS: tuple[type[BaseException], ...] = (
+    RuntimeError,
+    EOFError,
+    pickle.UnpicklingError,
+    zipfile.BadZipFile,
+    ValueError,
+    AttributeError,
+    ImportError,
+    IndexError,
+    KeyError,
+    TypeError,
+)
+"""What ``torch.load`` raises on a truncated, corrupt or foreign file."""
+
+
+def load_file(path: Path, what: str, expected: str) -> Any:
+    """``torch.load(path)`` on the CPU; a file it cannot read is a
+    :class:`~tdrl.errors.CheckpointError`: ``WHAT PATH: expected EXPECTED, could not read
+    it: REASON``."""
+    try:
+        return torch.load(path, weights_only=False, map_location="cpu")
+    except LOAD_ERRORS as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CheckpointError(
+            f"{what} {path}: expected {expected}, could not read it: {reason}"
+        ) from exc
+
+
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """Load a checkpoint file; a missing, truncated or foreign file is a
     :class:`~tdrl.errors.CheckpointError` naming it.
@@ -133,25 +163,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path}: expected a file, found none")
-    try:
-        state = torch.load(path, weights_only=False, map_location="cpu")
-    except (
-        RuntimeError,
-        EOFError,
-        pickle.UnpicklingError,
-        zipfile.BadZipFile,
-        ValueError,
-        AttributeError,
-        ImportError,
-        IndexError,
-        KeyError,
-        TypeError,
-    ) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise CheckpointError(
-            f"checkpoint {path}: expected a tdrl checkpoint (torch.save file), "
-            f"could not read it: {reason}"
-        ) from exc
+    state = load_file(path, "checkpoint", "a tdrl checkpoint (torch.save file)")
     missing = [k for k in CHECKPOINT_KEYS if not isinstance(state, dict) or k not in state]
     if missing:
         raise CheckpointError(

@@ -27,21 +27,23 @@ def _code_key(expert: str) -> str:
     """A hash of what decides the gathered data: the gather command, the buffer format and
     the expert's preset (registry and preset modules)."""
     import tdrl
-    import tdrl.algorithm.presets
-    import tdrl.commands.gather
+    import tdrl.cli.gather
     import tdrl.data.buffer.persist
-    import tdrl.registry
+    import tdrl.presets.common
+    import tdrl.presets.make
+    import tdrl.presets.registry
 
     modules = [
-        tdrl.commands.gather,
+        tdrl.cli.gather,
         tdrl.data.buffer.persist,
-        tdrl.registry,
-        tdrl.algorithm.presets,
+        tdrl.presets.registry,
+        tdrl.presets.make,
+        tdrl.presets.common,
     ]
     h = hashlib.sha256(getattr(tdrl, "__version__", "0").encode())
     for mod in modules:
         h.update(Path(str(mod.__file__)).read_bytes())
-    preset_module = Path(str(tdrl.registry.__file__)).parent / "presets" / f"{expert}.py"
+    preset_module = Path(str(tdrl.presets.registry.__file__)).parent / f"{expert}.py"
     if preset_module.exists():
         h.update(preset_module.read_bytes())
     return h.hexdigest()[:16]
@@ -59,7 +61,7 @@ def gathered_dataset(config: pytest.Config, expert: str, task: str, seed: int = 
     """The cached dataset of ``tdrl gather EXPERT TASK --seed SEED``, gathered if missing."""
     from filelock import FileLock
 
-    from tdrl.commands.gather import gather
+    from tdrl.cli.gather import gather
 
     root = cache_dir(config)
     path = root / f"{expert}-{task}-seed{seed}-{_code_key(expert)}.hdf5"

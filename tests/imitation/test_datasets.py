@@ -217,9 +217,9 @@ def test_missing_keys_are_named(tmp_path: Path) -> None:
 
 
 def test_cli_maps_dataset_errors_to_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from tdrl.cli import _user_error
+    from tdrl.cli.args import is_user_error
 
-    assert _user_error(DatasetError("--dataset x: bad"))
+    assert is_user_error(DatasetError("--dataset x: bad"))
 
 
 def test_train_from_a_minari_dataset_end_to_end(

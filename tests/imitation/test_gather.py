@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tdrl.cli import main as cli_main
-from tdrl.commands import gather as gather_mod
+from tdrl.cli import gather as gather_mod
 from tdrl.data.datasets import describe, load_dataset
 
 
