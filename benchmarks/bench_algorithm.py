@@ -74,7 +74,7 @@ def _bench_dqn(rows: list[str]) -> None:
     from tianshou.utils.net.common import Net
     from tianshou.utils.torch_utils import policy_within_training_step
 
-    from tdrl.algorithm.base import make_batch, within_training_step
+    from tdrl.algorithm import make_batch, within_training_step
     from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
     from tdrl.utils.net import QNet
 
@@ -125,7 +125,7 @@ def _bench_sac(rows: list[str]) -> None:
     from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
     from tianshou.utils.torch_utils import policy_within_training_step
 
-    from tdrl.algorithm.base import make_batch, within_training_step
+    from tdrl.algorithm import make_batch, within_training_step
     from tdrl.algorithm.modelfree.sac import SAC, SACPolicy
     from tdrl.utils.net import GaussianActor, QCritic
 
@@ -190,7 +190,7 @@ def _bench_ppo(rows: list[str]) -> None:
     from tianshou.utils.net.discrete import DiscreteCritic
     from tianshou.utils.torch_utils import policy_within_training_step
 
-    from tdrl.algorithm.base import within_training_step
+    from tdrl.algorithm import within_training_step
     from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
     from tdrl.utils.net import DiscreteActor, VCritic
 

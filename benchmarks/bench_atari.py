@@ -93,14 +93,14 @@ def _initial_weights() -> list[torch.Tensor]:
 def run_tdrl(steps: int, weights: list[torch.Tensor]) -> dict[str, float]:
     """Train tdrl's Atari DQN preset for ``steps`` env steps; the phase times."""
     import tdrl.env.atari as atari
-    from tdrl import registry
+    from tdrl import presets
     from tdrl.data.buffer import VectorReplayBuffer
     from tdrl.data.collector import Collector
     from tdrl.env import DummyVectorEnv
     from tdrl.presets.atari import build_dqn
     from tdrl.trainer import OffPolicyTrainer
 
-    p: Any = registry.preset("dqn", TASK)
+    p: Any = presets.preset("dqn", TASK)
     _seed(SEED)
     envs = DummyVectorEnv([lambda: atari.wrap_deepmind(gym.make(TASK))] * p.training_num)
     alg = build_dqn(p, envs.observation_space[0], envs.action_space[0])
@@ -151,10 +151,10 @@ def run_tianshou(steps: int, weights: list[torch.Tensor]) -> dict[str, float]:
     from tianshou.env.atari.atari_network import DQNet
     from tianshou.trainer import OffPolicyTrainerParams
 
-    from tdrl import registry
+    from tdrl import presets
 
     wrap = _tianshou_wrap()
-    p: Any = registry.preset("dqn", TASK)
+    p: Any = presets.preset("dqn", TASK)
     _seed(SEED)
     envs = DummyVectorEnv([lambda: wrap(gym.make(TASK))] * p.training_num)
     net = DQNet(c=4, h=84, w=84, action_shape=6)

@@ -33,10 +33,10 @@ TASK = "Hopper-v5"
 
 
 def _policy() -> Any:
-    from tdrl import registry
-    from tdrl.algorithm.presets import make_algorithm
+    from tdrl import presets
+    from tdrl.presets import make_algorithm
 
-    preset = registry.preset("sac", TASK)
+    preset = presets.preset("sac", TASK)
     env = gym.make(TASK)
     alg = make_algorithm(
         "sac",

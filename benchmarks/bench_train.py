@@ -1,7 +1,7 @@
 """End-to-end training: time to reach the preset threshold, tdrl vs Tianshou 2.0.1.
 
 Three configurations, each trained from scratch by both libraries with the hyperparameters
-of :mod:`tdrl.algorithm.presets`:
+of :mod:`tdrl.presets`:
 
 =====  ===========  =========  ==========================================================
 algo   task         threshold  budget (max epochs x env steps per epoch)
@@ -11,7 +11,7 @@ PPO    CartPole-v1  195        10 x 50,000
 SAC    Pendulum-v1  -250       20 x 1,000 (+ 1,000 random warm-up steps)
 =====  ===========  =========  ==========================================================
 
-tdrl runs through :func:`tdrl.launch.run_experiment` (``logger="none"``, no progress bar,
+tdrl runs through :func:`tdrl.experiment.run_experiment` (``logger="none"``, no progress bar,
 no plot). Tianshou runs the same recipe written against its 2.0.1 API: the same network
 shapes and activations (plain PyTorch initialisation on both sides), optimizers, learning
 rates, discounts, n-step horizons, target-update schedules, epsilons, buffer sizes, numbers
@@ -91,11 +91,11 @@ CONFIGS: tuple[tuple[str, str], ...] = (
 
 # ----------------------------------------------------------------------------------- tdrl
 def run_tdrl(algo: str, task: str, seed: int, small: bool = False) -> Run:
-    """Train with :func:`tdrl.launch.run_experiment`; time the whole call.
+    """Train with :func:`tdrl.experiment.run_experiment`; time the whole call.
 
     ``small``: the tiny budget of :func:`small_budget` (for the untimed warm-up).
     """
-    from tdrl.launch import ExperimentConfig, run_experiment  # TODO(lead): tdrl.experiment
+    from tdrl.experiment import ExperimentConfig, run_experiment
 
     p = preset(algo)
     threshold = p.threshold
@@ -169,6 +169,25 @@ def _phases(label: str, runs: list[Run]) -> str:
     return out + f"  | collect+update {_per_kstep(runs):5.2f} s per 1k steps"
 
 
+def train_both(
+    name: str, algo: str, task: str, seeds: tuple[int, ...]
+) -> tuple[list[Run], list[Run]]:
+    """Train ``algo`` on ``task`` with both libraries for every seed, alternating which goes
+    first (so drifts in machine load hit both); print each run and the mean phases; return
+    (tdrl's runs, Tianshou's runs)."""
+    ours: list[Run] = []
+    peer: list[Run] = []
+    for i, seed in enumerate(seeds):
+        order = (run_tdrl, run_tianshou) if i % 2 == 0 else (run_tianshou, run_tdrl)
+        for fn in order:
+            (ours if fn is run_tdrl else peer).append(fn(algo, task, seed))
+        print(f"{name:<28} tdrl     seed {seed}  {_cell(ours[-1])}", flush=True)
+        print(f"{name:<28} tianshou seed {seed}  {_cell(peer[-1])}", flush=True)
+    print(_phases("tdrl", ours), flush=True)
+    print(_phases("tianshou", peer), flush=True)
+    return ours, peer
+
+
 def _warm_up() -> tuple[float, float]:
     """Run every configuration once on a tiny budget with both libraries, untimed.
 
@@ -178,7 +197,7 @@ def _warm_up() -> tuple[float, float]:
     """
     import tianshou.trainer  # noqa: F401
 
-    import tdrl.launch  # noqa: F401  # TODO(lead): tdrl.experiment
+    import tdrl.experiment.build  # noqa: F401
 
     spent = {run_tdrl: 0.0, run_tianshou: 0.0}
     for algo, task in CONFIGS:
@@ -209,17 +228,7 @@ def main() -> None:
     for algo, task in CONFIGS:
         threshold = preset(algo).threshold
         name = f"{algo.upper()} {task} >= {threshold:g}"
-        ours: list[Run] = []
-        peer: list[Run] = []
-        for i, seed in enumerate(SEEDS):
-            # alternate which library goes first so drifts in machine load hit both
-            order = (run_tdrl, run_tianshou) if i % 2 == 0 else (run_tianshou, run_tdrl)
-            for fn in order:
-                (ours if fn is run_tdrl else peer).append(fn(algo, task, seed))
-            print(f"{name:<28} tdrl     seed {seed}  {_cell(ours[-1])}", flush=True)
-            print(f"{name:<28} tianshou seed {seed}  {_cell(peer[-1])}", flush=True)
-        print(_phases("tdrl", ours), flush=True)
-        print(_phases("tianshou", peer), flush=True)
+        ours, peer = train_both(name, algo, task, SEEDS)
         w_ours, w_peer = _mean([r.wall for r in ours]), _mean([r.wall for r in peer])
         no_ckpt = (w_ours - _mean([r.checkpoint for r in ours])) / w_peer
         s_ours, s_peer = _mean([r.steps for r in ours]), _mean([r.steps for r in peer])

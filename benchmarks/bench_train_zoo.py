@@ -2,7 +2,7 @@
 
 The same protocol as :mod:`benchmarks.bench_train` (read its docstring: whole-run wall
 time, phase timers, untimed warm-up runs, seeding, test-in-train early stopping), for the
-remaining classic-control presets of ``tdrl.registry.preset`` (``tdrl.presets.preset``):
+remaining classic-control presets of :func:`tdrl.presets.preset`:
 
 =======  ===========  =========
 algo     task         threshold
@@ -17,7 +17,7 @@ A2C      CartPole-v1  195
 TRPO     Pendulum-v1  -250
 =======  ===========  =========
 
-tdrl runs through :func:`tdrl.launch.run_experiment` (``bench_train.run_tdrl``); Tianshou
+tdrl runs through :func:`tdrl.experiment.run_experiment` (``bench_train.run_tdrl``); Tianshou
 runs the same recipe built from its 2.0.1 classes with the preset's hyperparameters (the
 builders in ``tdrl/presets/<algo>.py``; the Tianshou side is
 :mod:`benchmarks.tianshou_builders`, shared with ``bench_train``):
@@ -79,8 +79,8 @@ import warnings
 
 import torch
 
-from benchmarks.bench_train import _cell, _mean, _per_kstep, _phases, run_tdrl
-from benchmarks.tianshou_builders import Run, preset, run_tianshou
+from benchmarks.bench_train import _mean, _per_kstep, run_tdrl, train_both
+from benchmarks.tianshou_builders import preset, run_tianshou
 
 SEEDS: tuple[int, ...] = tuple(
     int(s) for s in os.environ.get("BENCH_ZOO_SEEDS", "0").split(",") if s.strip()
@@ -137,16 +137,7 @@ def main() -> None:
     for algo, task in configs:
         threshold = preset(algo).threshold
         name = f"{algo.upper()} {task} >= {threshold:g}"
-        ours: list[Run] = []
-        peer: list[Run] = []
-        for i, seed in enumerate(SEEDS):
-            order = (run_tdrl, run_tianshou) if i % 2 == 0 else (run_tianshou, run_tdrl)
-            for fn in order:
-                (ours if fn is run_tdrl else peer).append(fn(algo, task, seed))
-            print(f"{name:<28} tdrl     seed {seed}  {_cell(ours[-1])}", flush=True)
-            print(f"{name:<28} tianshou seed {seed}  {_cell(peer[-1])}", flush=True)
-        print(_phases("tdrl", ours), flush=True)
-        print(_phases("tianshou", peer), flush=True)
+        ours, peer = train_both(name, algo, task, SEEDS)
         w_ours, w_peer = _mean([r.wall for r in ours]), _mean([r.wall for r in peer])
         s_ours, s_peer = _mean([r.steps for r in ours]), _mean([r.steps for r in peer])
         reached = (

@@ -9,14 +9,14 @@ with the same columns, ``done.json``, ``progress.json``, ``run.json``), so that
         --seeds 3 --env-steps 100000 --out benchmarks/results/mujoco-2026-11-23 [--workers K]
 
 Same hyperparameters: every value comes from tdrl's preset of the algorithm for the task
-(:func:`tdrl.registry.preset`: Tianshou 2.0.1's ``examples/mujoco/mujoco_<algo>.py``
+(:func:`tdrl.presets.preset`: Tianshou 2.0.1's ``examples/mujoco/mujoco_<algo>.py``
 values), and the networks are built as those scripts build them (SAC: a Gaussian actor with
 a state-conditioned sigma, twin ReLU critics; TD3: a deterministic tanh actor, Gaussian
 exploration noise, target smoothing; PPO: tanh MLPs, orthogonal init, the mean's last layer
 scaled by 0.01, log std -0.5, observation normalization ``VectorEnvNormObs``, linear LR
 decay). Same budget: the env steps become epochs with tdrl's own rule
 (:func:`tdrl.benchmark.plan.epochs_for_budget`), the random warm-up is capped as tdrl's
-launcher caps it (:func:`tdrl.launch.warmup_steps`), no early stop, one test of
+launcher caps it (:func:`tdrl.experiment.warmup_steps`), no early stop, one test of
 ``test_num`` episodes after every epoch and one before training. Both sides step their envs
 in-process (``DummyVectorEnv``; Tianshou's example scripts default to subprocess envs),
 seed ``random``/NumPy/torch with the run's seed, training env ``i`` with ``seed + i`` and
@@ -47,10 +47,10 @@ TEST_SEED_OFFSET = 100_000
 
 def _budget(algo: str, task: str, env_steps: int, overrides: dict[str, Any]) -> Any:
     """tdrl's preset with the benchmark's budget (epochs, no threshold)."""
-    from tdrl import registry
+    from tdrl import presets
     from tdrl.benchmark.plan import epochs_for_budget
 
-    base: Any = registry.preset(algo, task, **overrides)
+    base: Any = presets.preset(algo, task, **overrides)
     epochs, per_epoch = epochs_for_budget(int(base.step_per_epoch), env_steps)
     return base.replace(max_epochs=epochs, step_per_epoch=per_epoch, threshold=None)
 
@@ -309,7 +309,7 @@ def train_one(run_dir: Path) -> dict[str, Any]:
     from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 
     from tdrl.benchmark.plan import DONE_FILE, PROGRESS_FILE, SPEC_FILE, read_json, write_json
-    from tdrl.launch import warmup_steps
+    from tdrl.experiment import warmup_steps
     from tdrl.utils.logger.csv import truncate_csv_logs
     from tdrl.utils.plot import load_curve
 
@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.env_steps is None or args.out is None:
         parser.error("--env-steps and --out are required")
     from tdrl.benchmark.plan import BUSY_EXIT, SPEC_FILE, plan_sweep, read_json, write_json
-    from tdrl.launch import parse_overrides
+    from tdrl.experiment import parse_overrides
 
     specs = plan_sweep(
         args.algos.split(","),

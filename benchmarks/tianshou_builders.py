@@ -74,9 +74,9 @@ def small_budget(preset: Any) -> dict[str, int]:
 
 def preset(algo: str) -> Any:
     """tdrl's preset of ``algo`` for its default task."""
-    from tdrl import registry  # TODO(lead): tdrl.presets.preset (registry moves there)
+    from tdrl.presets import preset as tdrl_preset
 
-    return registry.preset(algo)
+    return tdrl_preset(algo)
 
 
 # ---------------------------------------------------------------------- the algorithms
@@ -120,25 +120,24 @@ def _dqn(algo: str, p: Any, obs_dim: int, act_space: gym.Space) -> Any:
     )
 
 
-def _ppo(algo: str, p: Any, obs_dim: int, act_space: gym.Space) -> Any:
-    """PPO with a categorical actor and a critic on separate Tanh trunks."""
-    from tianshou.algorithm import PPO
+def _categorical_actor_critic(
+    p: Any, obs_dim: int, act_space: gym.Space, activation: type[torch.nn.Module]
+) -> tuple[Any, Any]:
+    """A categorical actor (logits into ``Categorical(logits=...)``, as tdrl's) and a critic
+    on separate ``Net`` trunks of ``p.hidden_sizes`` with ``activation``: the policy and
+    the critic of PPO and A2C."""
     from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
-    from tianshou.algorithm.optim import AdamOptimizerFactory as adam
     from tianshou.utils.net.common import Net
     from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 
     hidden = list(p.hidden_sizes)
-
-    # DiscreteActor / VCritic: obs -> 64 -> 64 -> out, Tanh, separate trunks
-    hidden = list(p.hidden_sizes)
     actor = DiscreteActor(
-        preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden, activation=torch.nn.Tanh),
+        preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden, activation=activation),
         action_shape=int(act_space.n),  # type: ignore[attr-defined]
         softmax_output=False,
     )
     critic = DiscreteCritic(
-        preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden, activation=torch.nn.Tanh)
+        preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden, activation=activation)
     )
     policy = ProbabilisticActorPolicy(
         actor=actor,
@@ -148,6 +147,16 @@ def _ppo(algo: str, p: Any, obs_dim: int, act_space: gym.Space) -> Any:
         action_scaling=False,
         action_bound_method=None,
     )
+    return policy, critic
+
+
+def _ppo(algo: str, p: Any, obs_dim: int, act_space: gym.Space) -> Any:
+    """PPO with a categorical actor and a critic on separate Tanh trunks."""
+    from tianshou.algorithm import PPO
+    from tianshou.algorithm.optim import AdamOptimizerFactory as adam
+
+    # DiscreteActor / VCritic: obs -> 64 -> 64 -> out, Tanh, separate trunks
+    policy, critic = _categorical_actor_critic(p, obs_dim, act_space, torch.nn.Tanh)
     return PPO(
         policy=policy,
         critic=critic,
@@ -353,29 +362,11 @@ def _deterministic(algo: str, p: Any, obs_dim: int, act_space: gym.Space) -> Any
 
 
 def _a2c(algo: str, p: Any, obs_dim: int, act_space: gym.Space) -> Any:
-    """A2C with a categorical actor and a critic."""
+    """A2C with a categorical actor and a critic (ReLU trunks)."""
     from tianshou.algorithm import A2C
-    from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
     from tianshou.algorithm.optim import AdamOptimizerFactory as adam
-    from tianshou.utils.net.common import Net
-    from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 
-    hidden = list(p.hidden_sizes)
-
-    actor = DiscreteActor(
-        preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden),
-        action_shape=int(act_space.n),  # type: ignore[attr-defined]
-        softmax_output=False,
-    )
-    critic = DiscreteCritic(preprocess_net=Net(state_shape=obs_dim, hidden_sizes=hidden))
-    policy = ProbabilisticActorPolicy(
-        actor=actor,
-        dist_fn=lambda logits: torch.distributions.Categorical(logits=logits),
-        deterministic_eval=p.deterministic_eval,
-        action_space=act_space,
-        action_scaling=False,
-        action_bound_method=None,
-    )
+    policy, critic = _categorical_actor_critic(p, obs_dim, act_space, torch.nn.ReLU)
     return A2C(
         policy=policy,
         critic=critic,

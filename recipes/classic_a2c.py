@@ -23,4 +23,6 @@ ALGO, TASK = "a2c", "CartPole-v1"
 
 if __name__ == "__main__":
     args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    # seed, envs, build(...), collectors over one rollout at a time, the on-policy trainer,
+    # a final evaluation and tdrl train's summary line (common.py)
     train_on_policy(ALGO, args, p, build)

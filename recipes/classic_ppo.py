@@ -55,5 +55,6 @@ def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> PPO:
 
 if __name__ == "__main__":
     args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
-
+    # seed, envs, build(...), collectors over one rollout at a time, the on-policy trainer,
+    # a final evaluation and tdrl train's summary line (common.py)
     train_on_policy(ALGO, args, p, build)

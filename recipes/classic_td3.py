@@ -54,4 +54,6 @@ def build(p: Any, obs_space: gym.Space, act_space: gym.Space) -> TD3:
 
 if __name__ == "__main__":
     args, p = parse_recipe_args(ALGO, TASK, description=__doc__)
+    # seed, envs, build(...), a replay buffer filled by a random warm-up, the off-policy
+    # trainer, a final evaluation and tdrl train's summary line (common.py)
     train_off_policy(ALGO, args, p, build, noise=True)

@@ -1,5 +1,5 @@
 """What the Atari recipes share around their networks: the DeepMind-wrapped environments,
-the Nature CNN's input, the frame-stacking replay buffer, the epsilon decay, and
+the frame-stacking replay buffer, the epsilon decay, and
 :func:`train_atari`, the training script of the DQN family with the network left out.
 
 The recipes import it as ``from common_atari import ...``, next to :mod:`common`.
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
-from common import seed_everything, train_off_policy
+from common import train_off_policy
 
 from tdrl.algorithm.exploration import LinearSchedule
 from tdrl.data import VectorReplayBuffer
@@ -32,14 +32,6 @@ def make_atari_envs(p: Any) -> tuple[DummyVectorEnv, DummyVectorEnv]:
     train_envs = DummyVectorEnv([lambda: make_env(True)] * p.training_num)
     test_envs = DummyVectorEnv([lambda: make_env(False)] * p.test_num)
     return train_envs, test_envs
-
-
-def cnn_input(p: Any, envs: Any) -> dict[str, Any]:
-    """The Nature CNN's arguments for ``envs``: the stacked frames' shape, the number of
-    actions and the pixel scale (raw 0..255 pixels unless ``p.scale_obs``)."""
-    obs_space, act_space = envs.observation_space[0], envs.action_space[0]
-    scale = 255.0 if p.scale_obs else None
-    return {"obs_shape": obs_space.shape, "n_actions": int(act_space.n), "scale": scale}
 
 
 def frame_stacking(p: Any) -> dict[str, Any]:
@@ -74,19 +66,21 @@ def train_atari(
     train_fn: Callable[[int, int], None] | None = None,
 ) -> Any:
     """Train ``build(p, observation_space, action_space)``'s algorithm on Atari as ``tdrl
-    train`` does: seed, DeepMind-wrapped envs, the algorithm, then off-policy training
-    into ``buffer`` (default :func:`frame_buffer`) with the epsilon decay (and
+    train`` does: DeepMind-wrapped envs, off-policy training into ``buffer`` (default
+    :func:`frame_buffer`) with exploration noise and the epsilon decay (and
     ``train_fn(epoch, env_step)`` after it), the final evaluation and summary line."""
-    seed_everything(args.seed)
-    train_envs, test_envs = make_atari_envs(p)
-    algorithm = build(p, train_envs.observation_space[0], train_envs.action_space[0])
-    decay_eps = epsilon_decay(algorithm.policy, p)
 
-    def on_collect(epoch: int, env_step: int) -> None:
-        decay_eps(epoch, env_step)
-        if train_fn is not None:
-            train_fn(epoch, env_step)
+    def train_fn_of(algorithm: Any) -> Callable[[int, int], None]:
+        decay_eps = epsilon_decay(algorithm.policy, p)
+
+        def on_collect(epoch: int, env_step: int) -> None:
+            decay_eps(epoch, env_step)
+            if train_fn is not None:
+                train_fn(epoch, env_step)
+
+        return on_collect
 
     buffer = frame_buffer(p) if buffer is None else buffer
-    envs = (train_envs, test_envs)
-    return train_off_policy(algo, args, p, algorithm, buffer, envs, True, on_collect)
+    return train_off_policy(
+        algo, args, p, build, buffer, noise=True, envs=make_atari_envs, train_fn_of=train_fn_of
+    )

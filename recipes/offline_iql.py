@@ -54,4 +54,6 @@ def build(p: Any, obs_space: gym.Space, act_space: gym.Space, dataset: Any) -> I
 
 if __name__ == "__main__":
     args, p = parse_recipe_args(ALGO, TASK, description=__doc__, dataset=True)
+    # seed, test envs, the --dataset, build(...), the offline trainer, a final evaluation
+    # and tdrl train's summary line (common.py)
     train_offline(ALGO, args, p, build)

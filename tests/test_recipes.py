@@ -237,7 +237,7 @@ def test_recipe_reproduces_tdrl_train(
     bit (the recipe builds what the registry's builder builds, in the same order)."""
     import csv
 
-    from tdrl.launch import ExperimentConfig, run_experiment
+    from tdrl.experiment import ExperimentConfig, run_experiment
 
     common = {"max_epochs": 2, "test_num": 2, **flags}
     argv = [f"--{k.replace('_', '-')}={v}" for k, v in common.items()]
@@ -259,12 +259,12 @@ def test_recipe_reproduces_tdrl_train(
 
 # ------------------------------------------------------------------ the recipes' helpers
 def test_parse_recipe_args_defaults_are_the_preset() -> None:
-    from tdrl import registry
+    from tdrl import presets
     from tdrl.cli import parse_recipe_args
 
     args, p = parse_recipe_args("sac", "Pendulum-v1", ["--task", "Hopper-v5", "--tau", "0.01"])
     assert (args.task, args.seed, args.logger, args.no_progress) == ("Hopper-v5", 0, "csv", False)
-    assert p == registry.preset("sac", "Hopper-v5", tau=0.01)
+    assert p == presets.preset("sac", "Hopper-v5", tau=0.01)
 
 
 @pytest.mark.parametrize(

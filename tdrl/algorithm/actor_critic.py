@@ -33,6 +33,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.func import functional_call
+from typing_extensions import Required, TypedDict
 
 from tdrl.algorithm.algorithm_base import Algorithm
 from tdrl.algorithm.checks import require_at_least, require_unit
@@ -48,6 +49,8 @@ __all__ = [
     "ContinuousDeterministicPolicy",
     "DeterministicActorCritic",
     "OffPolicyActorCritic",
+    "SoftActorCritic",
+    "SoftActorCriticParams",
     "reinit_copy",
 ]
 
@@ -175,6 +178,18 @@ class OffPolicyActorCritic(Algorithm):
     :meth:`_add_stage` (the critic stage is :meth:`critic_losses`).
     """
 
+    # the functional parameters TorchRL's convert_to_functional creates (see _add_target)
+    actor_old: nn.Module
+    actor: nn.Module
+    actor_params: TensorDictParams
+    target_actor_params: TensorDictParams
+    critic1: nn.Module
+    critic1_params: TensorDictParams
+    target_critic1_params: TensorDictParams
+    critic2: nn.Module
+    critic2_params: TensorDictParams
+    target_critic2_params: TensorDictParams
+
     def __init__(
         self,
         *,
@@ -207,6 +222,21 @@ class OffPolicyActorCritic(Algorithm):
         self.policy_optim = self._create_optimizer(actor, policy_optim)
         self.critic_optim = self._create_optimizer(self.critics, critic_optim)
         self._soft_updater(tau)
+
+    @staticmethod
+    def twin_critics(critic: nn.Module, critic2: nn.Module | None) -> list[nn.Module]:
+        """``[critic, critic2]``; without ``critic2`` a re-initialized copy of ``critic``."""
+        return [critic, critic2 if critic2 is not None else reinit_copy(critic)]
+
+    @property
+    def critic1_old(self) -> nn.Module:
+        """The first target critic."""
+        return self.critics_old[0]  # type: ignore[no-any-return]
+
+    @property
+    def critic2_old(self) -> nn.Module:
+        """The second target critic."""
+        return self.critics_old[1]  # type: ignore[no-any-return]
 
     # -- entropy temperature (SAC, REDQ, discrete SAC) -----------------------------------
     def _init_temperature(
@@ -303,6 +333,76 @@ class OffPolicyActorCritic(Algorithm):
         return {"loss_qvalue": weighted_mean(sq, w)}
 
 
+class SoftActorCriticParams(TypedDict, total=False):
+    """:class:`SoftActorCritic`'s keywords besides ``policy``, for a subclass that passes
+    them through unchanged (``**kwargs: Unpack[SoftActorCriticParams]``)."""
+
+    policy_optim: OptimizerFactory | float
+    critic: Required[nn.Module]
+    critic_optim: OptimizerFactory | float
+    critic2: nn.Module | None
+    tau: float
+    gamma: float
+    alpha: float | AutoAlpha
+    n_step: int
+
+
+class SoftActorCritic(OffPolicyActorCritic):
+    """Base of SAC and discrete SAC: twin critics and an entropy temperature ``alpha``.
+
+    :param policy: the stochastic policy (its ``actor`` is trained).
+    :param policy_optim: optimizer factory (or Adam lr) for the actor.
+    :param critic: the first critic (``(obs, act) -> Q [B, 1]``, or ``obs -> Q [B, |A|]``
+        for discrete SAC).
+    :param critic_optim: optimizer factory (or Adam lr) for both critics.
+    :param critic2: the second critic (default: a re-initialized copy of ``critic``).
+    :param tau: soft target update rate.
+    :param gamma: discount factor.
+    :param alpha: a fixed entropy temperature, or an :class:`AutoAlpha` (its ``"auto"``
+        target entropy is :meth:`auto_target_entropy`).
+    :param n_step: n-step return horizon.
+
+    Stages: :meth:`critic_losses` (``loss_qvalue``), then :meth:`actor_losses`
+    (``loss_actor``, and ``loss_alpha`` with a learned temperature). Subclasses define
+    :meth:`next_value` and :meth:`actor_losses`.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        policy_optim: OptimizerFactory | float = 1e-3,
+        critic: nn.Module,
+        critic_optim: OptimizerFactory | float = 1e-3,
+        critic2: nn.Module | None = None,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        alpha: float | AutoAlpha = 0.2,
+        n_step: int = 1,
+    ) -> None:
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critics=self.twin_critics(critic, critic2),
+            critic_optim=critic_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step=n_step,
+        )
+        steps = self._init_temperature(alpha, auto_target_entropy=self.auto_target_entropy())
+        self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
+        self._add_stage(self.actor_losses, *steps)
+
+    def auto_target_entropy(self) -> float:
+        """The ``"auto"`` target entropy: ``-dim(A)`` (a continuous action space)."""
+        return -float(np.prod(self.policy.action_space.shape))  # type: ignore[arg-type]
+
+    def actor_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """``loss_actor`` (and ``loss_alpha``, :meth:`temperature_terms`); each
+        algorithm defines it."""
+        raise NotImplementedError
+
+
 class DeterministicActorCritic(OffPolicyActorCritic):
     """Base of DDPG and TD3: a deterministic actor with a soft-updated target copy.
 
@@ -328,17 +428,6 @@ class DeterministicActorCritic(OffPolicyActorCritic):
     >>> alg.next_value(torch.zeros(4, 3)).shape
     torch.Size([4])
     """
-
-    actor_old: nn.Module
-    actor: nn.Module
-    actor_params: TensorDictParams
-    target_actor_params: TensorDictParams
-    critic1: nn.Module
-    critic1_params: TensorDictParams
-    target_critic1_params: TensorDictParams
-    critic2: nn.Module
-    critic2_params: TensorDictParams
-    target_critic2_params: TensorDictParams
 
     def __init__(
         self,

@@ -20,7 +20,7 @@ v_s, logp_old``.
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -28,16 +28,34 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 from torch.distributions import Categorical, Distribution, Independent, Normal
+from typing_extensions import TypedDict
 
 from tdrl.algorithm.algorithm_base import Algorithm
 from tdrl.algorithm.checks import require_at_least, require_unit
+from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.algorithm.returns import compute_episodic_return
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
+from tdrl.utils.net import ActorCritic
 from tdrl.utils.normalize import RunningNorm
 
-__all__ = ["ActorPolicy", "OnPolicyAlgorithm", "ProbabilisticActorPolicy", "default_dist_fn"]
+__all__ = [
+    "ActorPolicy",
+    "OnPolicyAlgorithm",
+    "OnPolicyParams",
+    "ProbabilisticActorPolicy",
+    "default_dist_fn",
+]
+
+
+class OnPolicyParams(TypedDict, total=False):
+    """:class:`OnPolicyAlgorithm` keywords a subclass passes through unchanged
+    (``**kwargs: Unpack[OnPolicyParams]``); see it for their meaning and defaults."""
+
+    gae_lambda: float
+    gamma: float
+    return_scaling: bool
 
 
 def default_dist_fn(action_space: gym.Space) -> Any:
@@ -165,6 +183,35 @@ class OnPolicyAlgorithm(Algorithm):
         self._eps = 1e-8
         self._buffer: Any = None
         self._indices: Any = None
+
+    def _add_joint_stage(
+        self,
+        losses: Any,
+        optim: OptimizerFactory | float,
+        max_grad_norm: float | None,
+        vf_coef: float,
+        ent_coef: float,
+    ) -> None:
+        """One optimizer for actor + critic (A2C, PPO), stepped by the stage ``losses`` on
+        ``loss_objective + loss_critic + loss_entropy`` (see :meth:`joint_terms`)."""
+        self.vf_coef = vf_coef
+        self.ent_coef = ent_coef
+        net = ActorCritic(self.policy.actor, cast(nn.Module, self.critic))
+        self.optim = self._create_optimizer(net, optim, max_grad_norm)
+        self._add_stage(losses, (("loss_objective", "loss_critic", "loss_entropy"), self.optim))
+
+    def joint_terms(
+        self, actor_loss: torch.Tensor, vf_loss: torch.Tensor, entropy: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
+        """``loss_objective``, ``loss_critic = vf_coef L_v``, ``loss_entropy = -ent_coef H``
+        and the unweighted ``vf_loss`` and ``entropy`` (detached)."""
+        return {
+            "loss_objective": actor_loss,
+            "loss_critic": self.vf_coef * vf_loss,
+            "loss_entropy": -self.ent_coef * entropy,
+            "vf_loss": vf_loss.detach(),
+            "entropy": entropy.detach(),
+        }
 
     # -- preprocessing ------------------------------------------------------------------
     def _chunks(self, n: int) -> list[slice]:

@@ -30,6 +30,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictParams
 from torch import nn
+from typing_extensions import TypedDict
 
 from tdrl.algorithm.algorithm_base import Algorithm
 from tdrl.algorithm.checks import require_at_least, require_instance, require_unit
@@ -37,7 +38,34 @@ from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.data.batch import Batch
 
-__all__ = ["QLearningAlgorithm", "QLearningPolicy", "mask_q"]
+__all__ = [
+    "QLearningAlgorithm",
+    "QLearningParams",
+    "QLearningPolicy",
+    "QLearningPolicyParams",
+    "mask_q",
+]
+
+
+class QLearningPolicyParams(TypedDict, total=False):
+    """The :class:`QLearningPolicy` keywords a subclass passes through unchanged
+    (``**kwargs: Unpack[QLearningPolicyParams]``); see it for their meaning and defaults."""
+
+    observation_space: gym.Space | None
+    eps_training: float
+    eps_inference: float
+
+
+class QLearningParams(TypedDict, total=False):
+    """The :class:`QLearningAlgorithm` keywords a subclass passes through unchanged
+    (``**kwargs: Unpack[QLearningParams]``); see it for their meaning and defaults."""
+
+    optim: OptimizerFactory | float
+    gamma: float
+    n_step: int
+    target_update_freq: int
+    is_double: bool
+    max_grad_norm: float | None
 
 
 def mask_q(q: torch.Tensor, mask: Any) -> torch.Tensor:

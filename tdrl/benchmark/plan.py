@@ -20,7 +20,7 @@ The env-step budget ``N`` of a run becomes epochs of the preset
 :data:`MIN_EVALS` of them, otherwise ``MIN_EVALS`` equal epochs, so a learning curve always
 has at least that many test points. The runs never stop early (no threshold); the random
 warm-up of off-policy presets comes on top of ``N`` and is capped by the launcher to half
-of it (:func:`tdrl.launch.warmup_steps`), as Tianshou's trainers also leave it out of
+of it (:func:`tdrl.experiment.warmup_steps`), as Tianshou's trainers also leave it out of
 their step count.
 """
 

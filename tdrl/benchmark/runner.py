@@ -1,7 +1,7 @@
 """One benchmark run, in this process: build it with the launcher, log, checkpoint, resume.
 
 :func:`run` trains one :class:`~tdrl.benchmark.plan.RunSpec` through
-:func:`tdrl.launch.build_experiment` (the preset for the task, its budget mapped onto
+:func:`tdrl.experiment.build_experiment` (the preset for the task, its budget mapped onto
 epochs, no stop threshold, a checkpoint after every epoch) into the run's own directory
 ``OUT/ALGO/TASK/seedS/``. Whatever the logger, CSV goes there too (:class:`BenchLogger`).
 When the directory holds a checkpoint the run continues from it (the launcher drops the
@@ -169,9 +169,9 @@ def _budget(spec: RunSpec) -> tuple[int, int, dict[str, Any]]:
     """The run's epochs, env steps per epoch and preset overrides: ``spec.env_steps`` mapped
     onto epochs of about the preset's ``step_per_epoch``, and no stop threshold (a
     benchmark never stops early)."""
-    from tdrl import registry  # TODO(lead): tdrl.presets (registry moves there)
+    from tdrl import presets
 
-    base: Any = registry.preset(spec.algo, spec.task, **spec.overrides)
+    base: Any = presets.preset(spec.algo, spec.task, **spec.overrides)
     epochs, per_epoch = epochs_for_budget(int(base.step_per_epoch), spec.env_steps)
     overrides = {
         **spec.overrides,
@@ -185,7 +185,7 @@ def _budget(spec: RunSpec) -> tuple[int, int, dict[str, Any]]:
 def _build(spec: RunSpec, run_dir: Path, overrides: dict[str, Any], resuming: bool) -> Any:
     """The launcher's experiment for ``spec`` in ``run_dir`` (resumed from its checkpoint
     when ``resuming``: the launcher drops the CSV rows logged after it)."""
-    from tdrl.launch import ExperimentConfig, build_experiment  # TODO(lead): tdrl.experiment
+    from tdrl.experiment import ExperimentConfig, build_experiment
 
     cfg = ExperimentConfig(
         algo=spec.algo,

@@ -49,8 +49,8 @@ def run_to_threshold(
     ``ALGO+icm`` trains ``ALGO`` wrapped in the intrinsic curiosity module."""
     import torch
 
-    from tdrl.launch import ExperimentConfig, run_experiment  # TODO(lead): tdrl.experiment
-    from tdrl.registry import stop_threshold  # TODO(lead): tdrl.presets
+    from tdrl.experiment import ExperimentConfig, run_experiment
+    from tdrl.presets import stop_threshold
 
     torch.set_num_threads(1)  # small networks: more threads only contend with other runs
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,56 +17,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tdrl.errors import PresetError
-from tdrl.presets.registry import (
-    FAMILIES,
-    INFRASTRUCTURE,
-    MAX_ENVS,
-    STOP_THRESHOLDS,
-    Entry,
-    Preset,
-    algorithms,
-    check_dataset,
-    default_task,
-    entry,
-    families,
-    field_kinds,
-    field_text,
-    preset,
-    register,
-    run_name,
-    stop_threshold,
-    task_family,
-    task_threshold,
-)
+from tdrl.presets import registry as _registry
+from tdrl.presets.registry import *  # noqa: F403  (exactly registry.__all__)
 
 if TYPE_CHECKING:
-    from tdrl.presets.make import check_action_space, make_algorithm
+    from tdrl.presets.make import check_action_space as check_action_space
+    from tdrl.presets.make import make_algorithm as make_algorithm
 
-__all__ = [
-    "FAMILIES",
-    "INFRASTRUCTURE",
-    "MAX_ENVS",
-    "STOP_THRESHOLDS",
-    "Entry",
-    "Preset",
-    "PresetError",
-    "algorithms",
-    "check_action_space",
-    "check_dataset",
-    "default_task",
-    "entry",
-    "families",
-    "field_kinds",
-    "field_text",
-    "make_algorithm",
-    "preset",
-    "register",
-    "run_name",
-    "stop_threshold",
-    "task_family",
-    "task_threshold",
-]
+__all__ = [*_registry.__all__, "check_action_space", "make_algorithm"]
 
 _LAZY = {"make_algorithm", "check_action_space"}
 

@@ -23,21 +23,23 @@ tdrl.errors.PresetError: a2c preset field 'vf_coef': expected a float >= 0, got 
 
 from __future__ import annotations
 
-from collections.abc import Callable  # noqa: F401  (resolves the base Preset's annotations)
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.errors import PresetError
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import EpisodeCollectFields, OnPolicyFields, register_classic
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.a2c import A2C
 
-__all__ = ["A2CPreset", "build"]
+__all__ = ["A2C_ARGS", "A2CPreset", "build"]
+
+A2C_ARGS = ("gamma", "gae_lambda", "vf_coef", "ent_coef", "max_grad_norm", "return_scaling")
+"""The A2C arguments an A2C preset's fields of the same names set."""
 
 
 @dataclass(frozen=True)
-class A2CPreset(Preset):
+class A2CPreset(EpisodeCollectFields, OnPolicyFields):
     """A2C hyperparameters and trainer settings (defaults: CartPole-v1).
 
     Collect ``episode_per_collect`` whole episodes (or ``step_per_collect`` steps; exactly
@@ -48,90 +50,49 @@ class A2CPreset(Preset):
     algo: ClassVar[str] = "a2c"
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (64, 64)
     shared_trunk: bool = False
     lr: float = 2e-3
-    gamma: float = 0.99
     gae_lambda: float = 0.95
     vf_coef: float = 0.5
     ent_coef: float = 0.0
     max_grad_norm: float | None = 0.5
     return_scaling: bool = False
     deterministic_eval: bool = False
-    buffer_size: int = 20_000
     training_num: int = 16
-    test_num: int = 100
     max_epochs: int = 4
-    step_per_epoch: int = 50_000
-    step_per_collect: int | None = 512
-    episode_per_collect: int | None = None
+    step_per_collect: int | None = 512  # type: ignore[assignment]  # EpisodeCollectFields'
     repeat_per_collect: int = 1
     batch_size: int = 128
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if (self.step_per_collect is None) == (self.episode_per_collect is None):
-            raise PresetError(
-                f"{self.algo} preset fields 'step_per_collect' and 'episode_per_collect': "
-                f"expected exactly one of them set, got {self.step_per_collect} and "
-                f"{self.episode_per_collect}"
-            )
-
-    def trainer_kwargs(self) -> dict[str, Any]:
-        """The base's trainer arguments plus ``episode_per_collect``."""
-        return {**super().trainer_kwargs(), "episode_per_collect": self.episode_per_collect}
 
 
 def build(p: A2CPreset, observation_space: Any, action_space: Any) -> A2C:
     """Create the actor (categorical for ``Discrete``, Gaussian for ``Box``), the critic,
     the policy and A2C."""
     import gymnasium as gym
-    import numpy as np
     import torch
 
-    from tdrl.algorithm.modelfree.a2c import A2C, ActorPolicy
-    from tdrl.utils.net import MLP, DiscreteActor, GaussianActor, VCritic
+    from tdrl.algorithm.modelfree.a2c import A2C
+    from tdrl.utils.net import MLP, VCritic
 
-    d = int(np.prod(observation_space.shape))
-    relu = torch.nn.ReLU
+    d, relu = common.space_dim(observation_space), torch.nn.ReLU
     actor: torch.nn.Module
     critic: torch.nn.Module
-    if isinstance(action_space, gym.spaces.Discrete):
-        n = int(action_space.n)
-        if p.shared_trunk:
-            trunk = MLP(d, 0, p.hidden_sizes, relu)
-            actor = torch.nn.Sequential(trunk, torch.nn.Linear(trunk.output_dim, n))
-            critic = torch.nn.Sequential(trunk, torch.nn.Linear(trunk.output_dim, 1))
-        else:
-            actor = DiscreteActor(d, n, p.hidden_sizes, activation=relu)
-            critic = VCritic(d, p.hidden_sizes, activation=relu)
+    if not isinstance(action_space, gym.spaces.Discrete):
+        actor, critic = (
+            common.pg_actor(p, observation_space, action_space),
+            VCritic(d, p.hidden_sizes),
+        )
+    elif p.shared_trunk:
+        trunk, n = MLP(d, 0, p.hidden_sizes, relu), int(action_space.n)
+        actor = torch.nn.Sequential(trunk, torch.nn.Linear(trunk.output_dim, n))
+        critic = torch.nn.Sequential(trunk, torch.nn.Linear(trunk.output_dim, 1))
     else:
-        a = int(np.prod(action_space.shape))
-        actor = GaussianActor(d, a, p.hidden_sizes, state_dependent_std=False)
-        critic = VCritic(d, p.hidden_sizes)
-    policy = ActorPolicy(
-        actor=actor, action_space=action_space, deterministic_eval=p.deterministic_eval
-    )
-    return A2C(
-        policy=policy,
-        critic=critic,
-        optim=p.lr,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        vf_coef=p.vf_coef,
-        ent_coef=p.ent_coef,
-        max_grad_norm=p.max_grad_norm,
-        return_scaling=p.return_scaling,
-    )
+        actor = common.pg_actor(p, observation_space, action_space, relu)
+        critic = VCritic(d, p.hidden_sizes, activation=relu)
+    policy = common.actor_policy(p, actor, action_space)
+    return A2C(policy=policy, critic=critic, optim=p.lr, **common.pick(p, A2C_ARGS))
 
 
-register(
-    "a2c",
-    "classic",
-    A2CPreset(),
-    builder="tdrl.presets.a2c:build",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="any",
+register_classic(
+    __name__, A2CPreset(), trainer="onpolicy", exploration_noise=False, action_space="any"
 )

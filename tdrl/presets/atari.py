@@ -44,12 +44,14 @@ tdrl.errors.PresetError: dqn preset field 'eps_decay_steps': expected an int >= 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.errors import PresetError
-from tdrl.presets.common import q_learning_args, support_args
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_1, AT_LEAST_2, NONNEG, UNIT, QLearningFields, Rules
+from tdrl.presets.fqf import FQF_RULES, fqf_learner
+from tdrl.presets.iqn import IQN_RULES, IQN_SAMPLES
 from tdrl.presets.registry import Preset, register
 
 __all__ = [
@@ -68,57 +70,40 @@ __all__ = [
     "build_rainbow",
 ]
 
-_Rules = dict[str, tuple[str, Callable[[Any], bool]]]
-_AT_LEAST_1 = (">= 1", lambda v: v >= 1)
-_AT_LEAST_2 = (">= 2", lambda v: v >= 2)
-_NONNEG = (">= 0", lambda v: v >= 0)
-_UNIT = ("in [0, 1]", lambda v: 0 <= v <= 1)
-
 
 @dataclass(frozen=True)
-class AtariPreset(Preset):
+class AtariPreset(QLearningFields):
     """Settings every Atari preset shares (Tianshou's Atari examples; module docstring).
 
     ``hidden_sizes`` are the hidden widths of the head on the Nature CNN's 3136 features;
     ``frames_stack`` the frames per observation (wrapper and replay buffer); ``scale_obs``
-    divides the pixels by 255 inside the network.
+    divides the pixels by 255 inside the network. The Q-learning fields not listed keep
+    :class:`~tdrl.presets.common.QLearningFields`' values (the examples' too).
     """
 
-    rules: ClassVar[_Rules] = {
-        "frames_stack": _AT_LEAST_1,
-        "eps_train_final": _UNIT,
-        "eps_decay_steps": _AT_LEAST_1,
+    rules: ClassVar[Rules] = {
+        "frames_stack": AT_LEAST_1,
+        "eps_train_final": UNIT,
+        "eps_decay_steps": AT_LEAST_1,
     }
 
     task: str = "PongNoFrameskip-v4"
-    threshold: float | None = None
     frames_stack: int = 4
     scale_obs: bool = False
     hidden_sizes: tuple[int, ...] = (512,)
     lr: float = 1e-4
     gamma: float = 0.99
-    n_step: int = 3
     target_update_freq: int = 500
     eps_train: float = 1.0
     eps_train_final: float = 0.05
     eps_decay_steps: int = 1_000_000
     eps_test: float = 0.005
     buffer_size: int = 100_000
-    training_num: int = 10
     test_num: int = 10
     warmup_steps: int = 320  # Tianshou: collect(n_step=batch_size * num_training_envs)
     max_epochs: int = 100
     step_per_epoch: int = 100_000
-    step_per_collect: int = 10
-    update_per_step: float = 0.1
     batch_size: int = 32
-
-
-def _check_support(p: Any) -> None:
-    if not p.v_min < p.v_max:
-        raise PresetError(
-            f"{p.algo} preset field 'v_max': expected a float > v_min = {p.v_min}, got {p.v_max}"
-        )
 
 
 @dataclass(frozen=True)
@@ -145,7 +130,7 @@ class AtariC51Preset(AtariPreset):
     """
 
     algo: ClassVar[str] = "c51"
-    rules: ClassVar[_Rules] = {**AtariPreset.rules, "num_atoms": _AT_LEAST_2}
+    rules: ClassVar[Rules] = {**AtariPreset.rules, "num_atoms": AT_LEAST_2}
 
     num_atoms: int = 51
     v_min: float = -10.0
@@ -153,7 +138,7 @@ class AtariC51Preset(AtariPreset):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_support(self)
+        common.check_support(self)
 
 
 @dataclass(frozen=True)
@@ -165,7 +150,7 @@ class AtariQRDQNPreset(AtariPreset):
     """
 
     algo: ClassVar[str] = "qrdqn"
-    rules: ClassVar[_Rules] = {**AtariPreset.rules, "num_quantiles": _AT_LEAST_2}
+    rules: ClassVar[Rules] = {**AtariPreset.rules, "num_quantiles": AT_LEAST_2}
 
     num_quantiles: int = 200
 
@@ -181,13 +166,7 @@ class AtariIQNPreset(AtariPreset):
     """
 
     algo: ClassVar[str] = "iqn"
-    rules: ClassVar[_Rules] = {
-        **AtariPreset.rules,
-        "sample_size": _AT_LEAST_2,
-        "online_sample_size": _AT_LEAST_2,
-        "target_sample_size": _AT_LEAST_2,
-        "num_cosines": _AT_LEAST_1,
-    }
+    rules: ClassVar[Rules] = {**AtariPreset.rules, **IQN_RULES}
 
     num_cosines: int = 64
     sample_size: int = 32
@@ -208,12 +187,7 @@ class AtariFQFPreset(AtariPreset):
     """
 
     algo: ClassVar[str] = "fqf"
-    rules: ClassVar[_Rules] = {
-        **AtariPreset.rules,
-        "num_fractions": _AT_LEAST_2,
-        "num_cosines": _AT_LEAST_1,
-        "fraction_lr": ("> 0", lambda v: v > 0),
-    }
+    rules: ClassVar[Rules] = {**AtariPreset.rules, **FQF_RULES}
 
     lr: float = 5e-5  # atari_fqf.py: lr=5e-5
     fraction_lr: float = 2.5e-9
@@ -235,13 +209,13 @@ class AtariRainbowPreset(AtariPreset):
     """
 
     algo: ClassVar[str] = "rainbow"
-    rules: ClassVar[_Rules] = {
+    rules: ClassVar[Rules] = {
         **AtariPreset.rules,
-        "num_atoms": _AT_LEAST_2,
-        "noisy_std": _NONNEG,
-        "beta": _NONNEG,
-        "beta_final": _NONNEG,
-        "beta_anneal_steps": _AT_LEAST_1,
+        "num_atoms": AT_LEAST_2,
+        "noisy_std": NONNEG,
+        "beta": NONNEG,
+        "beta_final": NONNEG,
+        "beta_anneal_steps": AT_LEAST_1,
     }
 
     lr: float = 6.25e-5  # atari_rainbow.py: lr=0.0000625
@@ -260,7 +234,7 @@ class AtariRainbowPreset(AtariPreset):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_support(self)
+        common.check_support(self)
 
 
 # ----------------------------------------------------------------------------- builders
@@ -287,6 +261,11 @@ def _eps_args(p: Any) -> dict[str, Any]:
     return {"eps_training": p.eps_train_final, "eps_inference": p.eps_test}
 
 
+def _learner(p: Any, policy_cls: Any, algo_cls: Any, net: Any, action_space: Any, **kw: Any) -> Any:
+    """:func:`~tdrl.presets.common.q_learner` with the Atari epsilons (:func:`_eps_args`)."""
+    return common.q_learner(p, policy_cls, algo_cls, net, action_space, eps=_eps_args(p), **kw)
+
+
 def build_dqn(p: AtariDQNPreset, observation_space: Any, action_space: Any) -> Any:
     """DQN on :func:`~tdrl.utils.net_atari.dqn_net`.
 
@@ -299,20 +278,9 @@ def build_dqn(p: AtariDQNPreset, observation_space: Any, action_space: Any) -> A
     from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
     from tdrl.utils.net_atari import dqn_net
 
-    net = dqn_net(
-        **_net_args(p, observation_space, action_space),
-        hidden_sizes=p.hidden_sizes,
-        dueling=p.dueling,
-    )
-    policy = DQNPolicy(
-        model=net,
-        action_space=action_space,
-        **_eps_args(p),
-    )
-    return DQN(
-        policy=policy,
-        **q_learning_args(p),
-    )
+    net_args = _net_args(p, observation_space, action_space)
+    net = dqn_net(**net_args, hidden_sizes=p.hidden_sizes, dueling=p.dueling)
+    return _learner(p, DQNPolicy, DQN, net, action_space)
 
 
 def build_c51(p: AtariC51Preset, observation_space: Any, action_space: Any) -> Any:
@@ -327,21 +295,9 @@ def build_c51(p: AtariC51Preset, observation_space: Any, action_space: Any) -> A
     from tdrl.algorithm.modelfree.c51 import C51, C51Policy
     from tdrl.utils.net_atari import c51_net
 
-    net = c51_net(
-        **_net_args(p, observation_space, action_space),
-        num_atoms=p.num_atoms,
-        hidden_sizes=p.hidden_sizes,
-    )
-    policy = C51Policy(
-        model=net,
-        action_space=action_space,
-        **support_args(p),
-        **_eps_args(p),
-    )
-    return C51(
-        policy=policy,
-        **q_learning_args(p),
-    )
+    net_args = _net_args(p, observation_space, action_space)
+    net = c51_net(**net_args, num_atoms=p.num_atoms, hidden_sizes=p.hidden_sizes)
+    return _learner(p, C51Policy, C51, net, action_space, policy_args=common.support_args(p))
 
 
 def build_qrdqn(p: AtariQRDQNPreset, observation_space: Any, action_space: Any) -> Any:
@@ -356,24 +312,9 @@ def build_qrdqn(p: AtariQRDQNPreset, observation_space: Any, action_space: Any) 
     from tdrl.algorithm.modelfree.qrdqn import QRDQN, QRDQNPolicy
     from tdrl.utils.net_atari import qrdqn_net
 
-    net = qrdqn_net(
-        **_net_args(p, observation_space, action_space),
-        num_quantiles=p.num_quantiles,
-        hidden_sizes=p.hidden_sizes,
-    )
-    policy = QRDQNPolicy(
-        model=net,
-        action_space=action_space,
-        **_eps_args(p),
-    )
-    return QRDQN(
-        policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        num_quantiles=p.num_quantiles,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
-    )
+    net_args = _net_args(p, observation_space, action_space)
+    net = qrdqn_net(**net_args, num_quantiles=p.num_quantiles, hidden_sizes=p.hidden_sizes)
+    return _learner(p, QRDQNPolicy, QRDQN, net, action_space, num_quantiles=p.num_quantiles)
 
 
 def build_iqn(p: AtariIQNPreset, observation_space: Any, action_space: Any) -> Any:
@@ -388,23 +329,9 @@ def build_iqn(p: AtariIQNPreset, observation_space: Any, action_space: Any) -> A
     from tdrl.algorithm.modelfree.iqn import IQN, IQNPolicy
     from tdrl.utils.net_atari import iqn_net
 
-    net = iqn_net(
-        **_net_args(p, observation_space, action_space),
-        num_cosines=p.num_cosines,
-        hidden_sizes=p.hidden_sizes,
-    )
-    policy = IQNPolicy(
-        model=net,
-        action_space=action_space,
-        sample_size=p.sample_size,
-        online_sample_size=p.online_sample_size,
-        target_sample_size=p.target_sample_size,
-        **_eps_args(p),
-    )
-    return IQN(
-        policy=policy,
-        **q_learning_args(p),
-    )
+    net_args = _net_args(p, observation_space, action_space)
+    net = iqn_net(**net_args, num_cosines=p.num_cosines, hidden_sizes=p.hidden_sizes)
+    return _learner(p, IQNPolicy, IQN, net, action_space, policy_args=common.pick(p, IQN_SAMPLES))
 
 
 def build_fqf(p: AtariFQFPreset, observation_space: Any, action_space: Any) -> Any:
@@ -416,10 +343,6 @@ def build_fqf(p: AtariFQFPreset, observation_space: Any, action_space: Any) -> A
     >>> type(alg).__name__, alg.policy.fraction_model.num_fractions, alg.ent_coef
     ('FQF', 32, 10.0)
     """
-    import torch
-
-    from tdrl.algorithm.base import OptimizerFactory
-    from tdrl.algorithm.modelfree.fqf import FQF, FQFPolicy
     from tdrl.utils.net_atari import fqf_net
 
     net, fractions = fqf_net(
@@ -428,21 +351,7 @@ def build_fqf(p: AtariFQFPreset, observation_space: Any, action_space: Any) -> A
         num_cosines=p.num_cosines,
         hidden_sizes=p.hidden_sizes,
     )
-    policy = FQFPolicy(
-        model=net,
-        fraction_model=fractions,
-        action_space=action_space,
-        **_eps_args(p),
-    )
-    return FQF(
-        policy=policy,
-        optim=p.lr,
-        fraction_optim=OptimizerFactory(torch.optim.RMSprop, lr=p.fraction_lr),
-        gamma=p.gamma,
-        ent_coef=p.ent_coef,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
-    )
+    return fqf_learner(p, net, fractions, action_space, eps=_eps_args(p))
 
 
 def build_rainbow(p: AtariRainbowPreset, observation_space: Any, action_space: Any) -> Any:
@@ -465,15 +374,8 @@ def build_rainbow(p: AtariRainbowPreset, observation_space: Any, action_space: A
         noisy=p.noisy,
         dueling=p.dueling,
     )
-    policy = RainbowPolicy(
-        model=net,
-        action_space=action_space,
-        **support_args(p),
-        **_eps_args(p),
-    )
-    return Rainbow(
-        policy=policy,
-        **q_learning_args(p),
+    return _learner(
+        p, RainbowPolicy, Rainbow, net, action_space, policy_args=common.support_args(p)
     )
 
 

@@ -26,17 +26,16 @@ got 'scores'
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import OfflineFields, Rules, among, offline_dims, register_classic
 
 __all__ = ["BCPreset", "build"]
 
 
 @dataclass(frozen=True)
-class BCPreset(Preset):
+class BCPreset(OfflineFields):
     """BC hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``step_per_epoch`` counts gradient steps; ``output`` is how a discrete actor's output
@@ -44,19 +43,13 @@ class BCPreset(Preset):
     """
 
     algo: ClassVar[str] = "bc"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "output": ("in ('logits', 'probs')", lambda v: v in ("logits", "probs")),
-    }
+    rules: ClassVar[Rules] = {"output": among("logits", "probs")}
 
     task: str = "Pendulum-v1"
     threshold: float | None = -400.0
     hidden_sizes: tuple[int, ...] = (128, 128)
     lr: float = 1e-3
     output: str = "logits"
-    test_num: int = 10
-    max_epochs: int = 20
-    step_per_epoch: int = 500
-    batch_size: int = 256
 
 
 def build(p: BCPreset, observation_space: Any, action_space: Any, dataset: Any = None) -> Any:
@@ -70,25 +63,19 @@ def build(p: BCPreset, observation_space: Any, action_space: Any, dataset: Any =
     ('BC', 'discrete')
     """
     import gymnasium as gym
-    import numpy as np
     from torch import nn
 
     from tdrl.algorithm.imitation.bc import BC, ImitationPolicy
     from tdrl.utils.net import MLP, DeterministicActor
 
-    if dataset is not None:
-        from tdrl.data.datasets import check_spaces
-
-        check_spaces(dataset, observation_space, action_space)
-    d = int(np.prod(observation_space.shape))
+    d, a = offline_dims(dataset, observation_space, action_space)
     actor: nn.Module
-    if isinstance(action_space, gym.spaces.Discrete):
-        act_fn = nn.Softmax if p.output == "probs" else None
-        actor = MLP(d, int(action_space.n), p.hidden_sizes, output_activation=None)
-        if act_fn is not None:
-            actor = nn.Sequential(actor, nn.Softmax(dim=-1))
+    if not isinstance(action_space, gym.spaces.Discrete):
+        actor = DeterministicActor(d, a, p.hidden_sizes)
+    elif p.output == "probs":
+        actor = nn.Sequential(MLP(d, a, p.hidden_sizes), nn.Softmax(dim=-1))
     else:
-        actor = DeterministicActor(d, int(np.prod(action_space.shape)), p.hidden_sizes)
+        actor = MLP(d, a, p.hidden_sizes, output_activation=None)
     policy = ImitationPolicy(
         actor=actor,
         action_space=action_space,
@@ -99,22 +86,8 @@ def build(p: BCPreset, observation_space: Any, action_space: Any, dataset: Any =
     return BC(policy=policy, optim=p.lr)
 
 
-register(
-    "bc",
-    "classic",
-    BCPreset(),
-    builder="tdrl.presets.bc:build",
-    trainer="offline",
-    exploration_noise=False,
-    action_space="any",
-)
-register(
-    "bc",
-    "classic",
-    BCPreset(task="CartPole-v1", threshold=185.0),
-    builder="tdrl.presets.bc:build",
-    trainer="offline",
-    exploration_noise=False,
-    action_space="any",
-    task="CartPole-v1",
+_OFFLINE: dict[str, Any] = {"trainer": "offline", "exploration_noise": False, "action_space": "any"}
+register_classic(__name__, BCPreset(), **_OFFLINE)
+register_classic(
+    __name__, BCPreset(task="CartPole-v1", threshold=185.0), task="CartPole-v1", **_OFFLINE
 )

@@ -23,17 +23,17 @@ tdrl.errors.PresetError: bcq preset field 'lmbda': expected a float in [0, 1], g
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_1, NONNEG, POSITIVE, UNIT, OfflineFields, Rules
 
 __all__ = ["BCQPreset", "build"]
 
 
 @dataclass(frozen=True)
-class BCQPreset(Preset):
+class BCQPreset(OfflineFields):
     """BCQ hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``hidden_sizes`` are the perturbation actor's and the critics' layers,
@@ -48,13 +48,11 @@ class BCQPreset(Preset):
     """
 
     algo: ClassVar[str] = "bcq"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "vae_lr": ("> 0", lambda v: v > 0),
-        "lmbda": ("in [0, 1]", lambda v: 0 <= v <= 1),
-        "phi": (">= 0", lambda v: v >= 0),
-        "latent_dim": (">= 1", lambda v: v >= 1),
-        "num_sampled_action": (">= 1", lambda v: v >= 1),
-        "forward_sampled_times": (">= 1", lambda v: v >= 1),
+    rules: ClassVar[Rules] = {
+        "vae_lr": POSITIVE,
+        "lmbda": UNIT,
+        "phi": NONNEG,
+        **dict.fromkeys(("latent_dim", "num_sampled_action", "forward_sampled_times"), AT_LEAST_1),
     }
 
     task: str = "Pendulum-v1"
@@ -71,10 +69,7 @@ class BCQPreset(Preset):
     phi: float = 0.05
     num_sampled_action: int = 10
     forward_sampled_times: int = 100
-    test_num: int = 10
     max_epochs: int = 5
-    step_per_epoch: int = 500
-    batch_size: int = 256
 
 
 def build(p: BCQPreset, observation_space: Any, action_space: Any, dataset: Any = None) -> Any:
@@ -88,18 +83,11 @@ def build(p: BCQPreset, observation_space: Any, action_space: Any, dataset: Any 
     >>> type(alg).__name__, alg.policy.vae.latent_dim, alg.policy.forward_sampled_times
     ('BCQ', 2, 100)
     """
-    import numpy as np
-
     from tdrl.algorithm.imitation.bcq import BCQ, BCQPolicy
     from tdrl.utils.net import QCritic
     from tdrl.utils.net_vae import VAE, Perturbation
 
-    if dataset is not None:
-        from tdrl.data.datasets import check_spaces
-
-        check_spaces(dataset, observation_space, action_space)
-    d = int(np.prod(observation_space.shape))
-    a = int(np.prod(action_space.shape))
+    d, a = common.offline_dims(dataset, observation_space, action_space)
     policy = BCQPolicy(
         actor_perturbation=Perturbation(d, a, p.hidden_sizes, phi=p.phi),
         critic=QCritic(d, a, p.hidden_sizes),
@@ -113,18 +101,13 @@ def build(p: BCQPreset, observation_space: Any, action_space: Any, dataset: Any 
         actor_perturbation_optim=p.actor_lr,
         critic_optim=p.critic_lr,
         vae_optim=p.vae_lr,
-        gamma=p.gamma,
-        tau=p.tau,
-        lmbda=p.lmbda,
-        num_sampled_action=p.num_sampled_action,
+        **common.pick(p, ("gamma", "tau", "lmbda", "num_sampled_action")),
     )
 
 
-register(
-    "bcq",
-    "classic",
+common.register_classic(
+    __name__,
     BCQPreset(),
-    builder="tdrl.presets.bcq:build",
     trainer="offline",
     exploration_noise=False,  # the policy samples its candidates itself
     action_space="continuous",

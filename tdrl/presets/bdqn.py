@@ -26,12 +26,10 @@ tdrl.errors.PresetError: bdqn preset field 'action_bins': expected an int >= 2, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.common import OffPolicyFields, eps_args, q_learning_args
-from tdrl.presets.registry import register
+from tdrl.presets.common import AT_LEAST_2, OffPolicyFields, Rules, q_learner, register_classic
 
 __all__ = ["BDQNPreset", "build"]
 
@@ -47,12 +45,9 @@ class BDQNPreset(OffPolicyFields):
     """
 
     algo: ClassVar[str] = "bdqn"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "action_bins": (">= 2", lambda v: v >= 2),
-    }
+    rules: ClassVar[Rules] = {"action_bins": AT_LEAST_2}
 
     task: str = "Pendulum-v1"
-    threshold: float | None = None
     common_hidden_sizes: tuple[int, ...] = (64, 64)
     value_hidden_sizes: tuple[int, ...] = (64,)
     action_hidden_sizes: tuple[int, ...] = (64,)
@@ -97,23 +92,13 @@ def build(p: BDQNPreset, observation_space: Any, action_space: Any) -> Any:
         p.value_hidden_sizes,
         p.action_hidden_sizes,
     )
-    policy = BDQNPolicy(
-        model=model,
-        action_space=action_space,
-        action_bins=action_bins,
-        **eps_args(p),
-    )
-    return BDQN(
-        policy=policy,
-        **q_learning_args(p),
-    )
+    policy_args = {"action_bins": action_bins}
+    return q_learner(p, BDQNPolicy, BDQN, model, action_space, policy_args=policy_args)
 
 
-register(
-    "bdqn",
-    "classic",
+register_classic(
+    __name__,
     BDQNPreset(),
-    builder="tdrl.presets.bdqn:build",
     trainer="offpolicy",
     exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
     action_space="continuous",  # a Box, discretized by the policy (action_bins)

@@ -21,13 +21,11 @@ tdrl.errors.PresetError: c51 preset field 'v_max': expected a float > v_min = -1
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.errors import PresetError
-from tdrl.presets.common import QLearningFields, eps_args, q_learning_args, support_args
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_2, EPSILON_GREEDY, QLearningFields, Rules, register_classic
 
 __all__ = ["C51Preset", "build"]
 
@@ -48,12 +46,9 @@ class C51Preset(QLearningFields):
     """
 
     algo: ClassVar[str] = "c51"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "num_atoms": (">= 2", lambda v: v >= 2),
-    }
+    rules: ClassVar[Rules] = {"num_atoms": AT_LEAST_2}
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (128, 128, 128, 128)
     dueling: bool = False
     num_atoms: int = 51
@@ -69,11 +64,7 @@ class C51Preset(QLearningFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.v_min < self.v_max:
-            raise PresetError(
-                f"{self.algo} preset field 'v_max': expected a float > v_min = {self.v_min}, "
-                f"got {self.v_max}"
-            )
+        common.check_support(self)
 
 
 def build(p: C51Preset, observation_space: Any, action_space: Any) -> Any:
@@ -86,37 +77,14 @@ def build(p: C51Preset, observation_space: Any, action_space: Any) -> Any:
     >>> type(alg).__name__, alg.n_step, alg.policy.support.shape
     ('C51', 3, torch.Size([11]))
     """
-    import numpy as np
-
     from tdrl.algorithm.modelfree.c51 import C51, C51Policy
     from tdrl.utils.net_distributional import DistributionalQNet
 
-    model = DistributionalQNet(
-        int(np.prod(observation_space.shape)),
-        int(action_space.n),
-        p.num_atoms,
-        p.hidden_sizes,
-        softmax=True,
-        dueling=p.dueling,
-    )
-    policy = C51Policy(
-        model=model,
-        action_space=action_space,
-        **support_args(p),
-        **eps_args(p),
-    )
-    return C51(
-        policy=policy,
-        **q_learning_args(p),
+    d, n = common.space_dim(observation_space), common.space_dim(action_space)
+    model = DistributionalQNet(d, n, p.num_atoms, p.hidden_sizes, softmax=True, dueling=p.dueling)
+    return common.q_learner(
+        p, C51Policy, C51, model, action_space, policy_args=common.support_args(p)
     )
 
 
-register(
-    "c51",
-    "classic",
-    C51Preset(),
-    builder="tdrl.presets.c51:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
-    action_space="discrete",
-)
+register_classic(__name__, C51Preset(), **EPSILON_GREEDY)

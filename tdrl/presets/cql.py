@@ -29,17 +29,22 @@ tdrl.errors.PresetError: cql preset field 'temperature': expected a float > 0, g
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_1, NONNEG, POSITIVE, OfflineFields, Rules, register_classic
 
 __all__ = ["CQLPreset", "build"]
 
+_CQL_ARGS = (
+    *("cql_alpha_lr", "cql_weight", "temperature", "with_lagrange", "lagrange_threshold"),
+    *("num_repeat_actions", "alpha_min", "alpha_max", "max_grad_norm", "calibrated"),
+)
+
 
 @dataclass(frozen=True)
-class CQLPreset(Preset):
+class CQLPreset(OfflineFields):
     """CQL hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``step_per_epoch`` counts gradient steps; ``max_grad_norm`` ``None`` turns the critics'
@@ -53,18 +58,17 @@ class CQLPreset(Preset):
     """
 
     algo: ClassVar[str] = "cql"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "cql_alpha_lr": ("> 0", lambda v: v > 0),
-        "cql_weight": (">= 0", lambda v: v >= 0),
-        "temperature": ("> 0", lambda v: v > 0),
-        "num_repeat_actions": (">= 1", lambda v: v >= 1),
-        "alpha_min": (">= 0", lambda v: v >= 0),
-        "alpha_max": (">= 0", lambda v: v >= 0),
+    rules: ClassVar[Rules] = {
+        "cql_alpha_lr": POSITIVE,
+        "cql_weight": NONNEG,
+        "temperature": POSITIVE,
+        "num_repeat_actions": AT_LEAST_1,
+        "alpha_min": NONNEG,
+        "alpha_max": NONNEG,
     }
 
     task: str = "Pendulum-v1"
     threshold: float | None = -400.0
-    hidden_sizes: tuple[int, ...] = (64, 64)
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
     auto_alpha: bool = True
@@ -82,10 +86,7 @@ class CQLPreset(Preset):
     calibrated: bool = True
     gamma: float = 0.99
     tau: float = 0.005
-    test_num: int = 10
     max_epochs: int = 6
-    step_per_epoch: int = 500
-    batch_size: int = 256
 
 
 def build(p: CQLPreset, observation_space: Any, action_space: Any, dataset: Any = None) -> Any:
@@ -99,51 +100,26 @@ def build(p: CQLPreset, observation_space: Any, action_space: Any, dataset: Any 
     >>> type(alg).__name__, alg.auto_alpha.target_entropy, alg.cql_alpha
     ('CQL', -1.0, 1.0)
     """
-    import numpy as np
-
-    from tdrl.algorithm.imitation.cql import CQL, AutoAlpha, SACPolicy
+    from tdrl.algorithm.imitation.cql import CQL, SACPolicy
     from tdrl.utils.net import GaussianActor, QCritic
 
-    if dataset is not None:
-        from tdrl.data.datasets import check_spaces
-
-        check_spaces(dataset, observation_space, action_space)
-    d = int(np.prod(observation_space.shape))
-    a = int(np.prod(action_space.shape))
+    d, a = common.offline_dims(dataset, observation_space, action_space)
     policy = SACPolicy(
         actor=GaussianActor(d, a, p.hidden_sizes),
         action_space=action_space,
         observation_space=observation_space,
     )
-    alpha: Any = p.alpha
-    if p.auto_alpha:
-        alpha = AutoAlpha("auto", log_alpha=0.0, optim=p.alpha_lr)
     return CQL(
         policy=policy,
-        policy_optim=p.actor_lr,
-        critic=QCritic(d, a, p.hidden_sizes),
-        critic_optim=p.critic_lr,
-        cql_alpha_lr=p.cql_alpha_lr,
-        cql_weight=p.cql_weight,
-        tau=p.tau,
-        gamma=p.gamma,
-        alpha=alpha,
-        temperature=p.temperature,
-        with_lagrange=p.with_lagrange,
-        lagrange_threshold=p.lagrange_threshold,
-        num_repeat_actions=p.num_repeat_actions,
-        alpha_min=p.alpha_min,
-        alpha_max=p.alpha_max,
-        max_grad_norm=p.max_grad_norm,
-        calibrated=p.calibrated,
+        alpha=common.sac_alpha(p, log_alpha=0.0),
+        **common.actor_critic_args(p, lambda: QCritic(d, a, p.hidden_sizes)),
+        **common.pick(p, _CQL_ARGS),
     )
 
 
-register(
-    "cql",
-    "classic",
+register_classic(
+    __name__,
     CQLPreset(),
-    builder="tdrl.presets.cql:build",
     trainer="offline",
     exploration_noise=False,  # the policy samples inside training steps
     action_space="continuous",

@@ -20,19 +20,15 @@ tdrl.errors.PresetError: ddpg preset field 'exploration_noise': expected ... got
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.common import OffPolicyFields
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import NONNEG, OffPolicyFields, Rules, register_classic
 
-__all__ = ["NOISE_RULES", "DDPGPreset", "build", "make_noise"]
+__all__ = ["NOISE_RULES", "DDPGPreset", "build", "build_deterministic", "make_noise"]
 
-NOISE_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "exploration_noise": ("'gaussian' or 'ou'", lambda v: v in ("gaussian", "ou")),
-    "noise_sigma": (">= 0", lambda v: v >= 0),
-}
+NOISE_RULES: Rules = {"exploration_noise": common.either("gaussian", "ou"), "noise_sigma": NONNEG}
 """Range checks of the exploration-noise fields (shared with :mod:`tdrl.presets.td3`)."""
 
 
@@ -49,10 +45,9 @@ class DDPGPreset(OffPolicyFields):
     """
 
     algo: ClassVar[str] = "ddpg"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = NOISE_RULES
+    rules: ClassVar[Rules] = NOISE_RULES
 
     task: str = "Pendulum-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (128, 128)
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
@@ -74,6 +69,24 @@ def make_noise(kind: str, sigma: float) -> Any:
     return GaussianNoise(sigma=sigma) if kind == "gaussian" else OUNoise(sigma=sigma)
 
 
+def build_deterministic(
+    algo_cls: Any, p: Any, observation_space: Any, action_space: Any, twin: bool = False, **kw: Any
+) -> Any:
+    """``algo_cls`` (DDPG, TD3) on a deterministic actor with ``p``'s exploration noise and
+    critics of ``p.hidden_sizes`` (two if ``twin``), plus the keyword arguments ``kw``."""
+    from tdrl.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
+    from tdrl.utils.net import DeterministicActor, QCritic
+
+    d, a = common.space_dim(observation_space), common.space_dim(action_space)
+    policy = ContinuousDeterministicPolicy(
+        actor=DeterministicActor(d, a, p.hidden_sizes),
+        action_space=action_space,
+        exploration_noise=make_noise(p.exploration_noise, p.noise_sigma),
+    )
+    critic_args = common.actor_critic_args(p, lambda: QCritic(d, a, p.hidden_sizes), twin)
+    return algo_cls(policy=policy, **critic_args, **kw)
+
+
 def build(p: DDPGPreset, observation_space: Any, action_space: Any) -> Any:
     """Create the actor, critic, policy and :class:`~tdrl.algorithm.modelfree.ddpg.DDPG`.
 
@@ -83,34 +96,14 @@ def build(p: DDPGPreset, observation_space: Any, action_space: Any) -> Any:
     >>> type(alg).__name__, alg.n_step, type(alg.policy.noise).__name__
     ('DDPG', 3, 'GaussianNoise')
     """
-    import numpy as np
+    from tdrl.algorithm.modelfree.ddpg import DDPG
 
-    from tdrl.algorithm.modelfree.ddpg import DDPG, ContinuousDeterministicPolicy
-    from tdrl.utils.net import DeterministicActor, QCritic
-
-    d = int(np.prod(observation_space.shape))
-    a = int(np.prod(action_space.shape))
-    policy = ContinuousDeterministicPolicy(
-        actor=DeterministicActor(d, a, p.hidden_sizes),
-        action_space=action_space,
-        exploration_noise=make_noise(p.exploration_noise, p.noise_sigma),
-    )
-    return DDPG(
-        policy=policy,
-        policy_optim=p.actor_lr,
-        critic=QCritic(d, a, p.hidden_sizes),
-        critic_optim=p.critic_lr,
-        tau=p.tau,
-        gamma=p.gamma,
-        n_step=p.n_step,
-    )
+    return build_deterministic(DDPG, p, observation_space, action_space)
 
 
-register(
-    "ddpg",
-    "classic",
+register_classic(
+    __name__,
     DDPGPreset(),
-    builder="tdrl.presets.ddpg:build",
     trainer="offpolicy",
     exploration_noise=True,  # the policy adds its noise inside training steps only
     action_space="continuous",

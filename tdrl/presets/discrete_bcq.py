@@ -27,18 +27,17 @@ float in [0, 1), got 1.0
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.common import q_learning_args
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import NONNEG, OfflineFields, Rules, register_classic
 
 __all__ = ["DiscreteBCQPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DiscreteBCQPreset(Preset):
+class DiscreteBCQPreset(OfflineFields):
     """Discrete BCQ hyperparameters and offline-trainer settings (defaults: CartPole-v1).
 
     Network: a shared first layer of ``hidden_sizes[0]`` units, then a Q head and an
@@ -47,9 +46,9 @@ class DiscreteBCQPreset(Preset):
     """
 
     algo: ClassVar[str] = "discrete_bcq"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+    rules: ClassVar[Rules] = {
         "unlikely_action_threshold": ("in [0, 1)", lambda v: 0 <= v < 1),
-        "imitation_logits_penalty": (">= 0", lambda v: v >= 0),
+        "imitation_logits_penalty": NONNEG,
     }
 
     task: str = "CartPole-v1"
@@ -63,8 +62,6 @@ class DiscreteBCQPreset(Preset):
     imitation_logits_penalty: float = 0.01
     eps_test: float = 0.001
     test_num: int = 20
-    max_epochs: int = 20
-    step_per_epoch: int = 500
     batch_size: int = 64
 
 
@@ -80,21 +77,11 @@ def build(
     >>> type(alg).__name__, alg.n_step, alg.policy.model[0] is alg.policy.imitator[0]
     ('DiscreteBCQ', 3, True)
     """
-    import numpy as np
-    from torch import nn
-
     from tdrl.algorithm.imitation.discrete_bcq import DiscreteBCQ, DiscreteBCQPolicy
-    from tdrl.utils.net import MLP
 
-    if dataset is not None:
-        from tdrl.data.datasets import check_spaces
-
-        check_spaces(dataset, observation_space, action_space)
-    d, n = int(np.prod(observation_space.shape)), int(action_space.n)
-    trunk = MLP(d, 0, p.hidden_sizes[:1])
-    width = trunk.output_dim
-    model = nn.Sequential(trunk, MLP(width, n, p.hidden_sizes[1:]))
-    imitator = nn.Sequential(trunk, MLP(width, n, p.hidden_sizes[1:]))
+    model, imitator = common.shared_first_layer(
+        *common.offline_dims(dataset, observation_space, action_space), p.hidden_sizes
+    )
     policy = DiscreteBCQPolicy(
         model=model,
         imitator=imitator,
@@ -105,16 +92,14 @@ def build(
     )
     return DiscreteBCQ(
         policy=policy,
-        **q_learning_args(p),
+        **common.q_learning_args(p),
         imitation_logits_penalty=p.imitation_logits_penalty,
     )
 
 
-register(
-    "discrete_bcq",
-    "classic",
+register_classic(
+    __name__,
     DiscreteBCQPreset(),
-    builder="tdrl.presets.discrete_bcq:build",
     trainer="offline",
     exploration_noise=True,  # eps_test random actions when testing
     action_space="discrete",

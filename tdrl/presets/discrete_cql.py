@@ -25,17 +25,17 @@ tdrl.errors.PresetError: discrete_cql preset field 'num_quantiles': expected an 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_2, NONNEG, OfflineFields, Rules, register_classic
 
 __all__ = ["DiscreteCQLPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DiscreteCQLPreset(Preset):
+class DiscreteCQLPreset(OfflineFields):
     """Discrete CQL hyperparameters and offline-trainer settings (defaults: CartPole-v1).
 
     Network: an MLP trunk of ``hidden_sizes`` with ``num_quantiles`` quantile values per
@@ -44,10 +44,7 @@ class DiscreteCQLPreset(Preset):
     """
 
     algo: ClassVar[str] = "discrete_cql"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "num_quantiles": (">= 2", lambda v: v >= 2),
-        "min_q_weight": (">= 0", lambda v: v >= 0),
-    }
+    rules: ClassVar[Rules] = {"num_quantiles": AT_LEAST_2, "min_q_weight": NONNEG}
 
     task: str = "CartPole-v1"
     threshold: float | None = 170.0
@@ -61,7 +58,6 @@ class DiscreteCQLPreset(Preset):
     eps_test: float = 0.001
     test_num: int = 20
     max_epochs: int = 10
-    step_per_epoch: int = 500
     batch_size: int = 32
 
 
@@ -77,17 +73,11 @@ def build(
     >>> type(alg).__name__, alg.num_quantiles, alg.min_q_weight
     ('DiscreteCQL', 16, 10.0)
     """
-    import numpy as np
-
     from tdrl.algorithm.imitation.discrete_cql import DiscreteCQL
     from tdrl.algorithm.modelfree.qrdqn import QRDQNPolicy
     from tdrl.utils.net_distributional import DistributionalQNet
 
-    if dataset is not None:
-        from tdrl.data.datasets import check_spaces
-
-        check_spaces(dataset, observation_space, action_space)
-    d, n = int(np.prod(observation_space.shape)), int(action_space.n)
+    d, n = common.offline_dims(dataset, observation_space, action_space)
     policy = QRDQNPolicy(
         model=DistributionalQNet(d, n, p.num_quantiles, p.hidden_sizes),
         action_space=action_space,
@@ -96,20 +86,15 @@ def build(
     )
     return DiscreteCQL(
         policy=policy,
-        optim=p.lr,
+        **common.q_learning_args(p),
         min_q_weight=p.min_q_weight,
-        gamma=p.gamma,
         num_quantiles=p.num_quantiles,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
     )
 
 
-register(
-    "discrete_cql",
-    "classic",
+register_classic(
+    __name__,
     DiscreteCQLPreset(),
-    builder="tdrl.presets.discrete_cql:build",
     trainer="offline",
     exploration_noise=True,  # eps_test random actions when testing
     action_space="discrete",

@@ -25,17 +25,17 @@ str in ('exp', 'binary', 'all'), got 'max'
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import NONNEG, POSITIVE, OfflineFields, Rules, register_classic
 
 __all__ = ["DiscreteCRRPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DiscreteCRRPreset(Preset):
+class DiscreteCRRPreset(OfflineFields):
     """Discrete CRR hyperparameters and offline-trainer settings (defaults: CartPole-v1).
 
     Network: a shared first layer of ``hidden_sizes[0]`` units, then an actor head and a
@@ -44,14 +44,11 @@ class DiscreteCRRPreset(Preset):
     """
 
     algo: ClassVar[str] = "discrete_crr"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "policy_improvement_mode": (
-            "in ('exp', 'binary', 'all')",
-            lambda v: v in ("exp", "binary", "all"),
-        ),
-        "ratio_upper_bound": ("> 0", lambda v: v > 0),
-        "beta": ("> 0", lambda v: v > 0),
-        "min_q_weight": (">= 0", lambda v: v >= 0),
+    rules: ClassVar[Rules] = {
+        "policy_improvement_mode": common.among("exp", "binary", "all"),
+        "ratio_upper_bound": POSITIVE,
+        "beta": POSITIVE,
+        "min_q_weight": NONNEG,
     }
 
     task: str = "CartPole-v1"
@@ -67,7 +64,6 @@ class DiscreteCRRPreset(Preset):
     deterministic_eval: bool = False
     test_num: int = 20
     max_epochs: int = 10
-    step_per_epoch: int = 500
     batch_size: int = 64
 
 
@@ -83,45 +79,29 @@ def build(
     >>> type(alg).__name__, alg.policy.actor[0] is alg.critic[0]
     ('DiscreteCRR', True)
     """
-    import numpy as np
-    from torch import nn
-
     from tdrl.algorithm.imitation.discrete_crr import DiscreteCRR, DiscreteCRRPolicy
-    from tdrl.utils.net import MLP
 
-    if dataset is not None:
-        from tdrl.data.datasets import check_spaces
-
-        check_spaces(dataset, observation_space, action_space)
-    d, n = int(np.prod(observation_space.shape)), int(action_space.n)
-    trunk = MLP(d, 0, p.hidden_sizes[:1])
-    width = trunk.output_dim
-    actor = nn.Sequential(trunk, MLP(width, n, p.hidden_sizes[1:]))
-    critic = nn.Sequential(trunk, MLP(width, n, p.hidden_sizes[1:]))
+    actor, critic = common.shared_first_layer(
+        *common.offline_dims(dataset, observation_space, action_space), p.hidden_sizes
+    )
     policy = DiscreteCRRPolicy(
         actor=actor,
         action_space=action_space,
         observation_space=observation_space,
         deterministic_eval=p.deterministic_eval,
     )
+    crr_args = ("gamma", "policy_improvement_mode", "ratio_upper_bound", "beta", "min_q_weight")
     return DiscreteCRR(
         policy=policy,
         critic=critic,
         optim=p.lr,
-        gamma=p.gamma,
-        policy_improvement_mode=p.policy_improvement_mode,  # type: ignore[arg-type]
-        ratio_upper_bound=p.ratio_upper_bound,
-        beta=p.beta,
-        min_q_weight=p.min_q_weight,
-        target_update_freq=p.target_update_freq,
+        **common.pick(p, (*crr_args, "target_update_freq")),
     )
 
 
-register(
-    "discrete_crr",
-    "classic",
+register_classic(
+    __name__,
     DiscreteCRRPreset(),
-    builder="tdrl.presets.discrete_crr:build",
     trainer="offline",
     exploration_noise=False,
     action_space="discrete",

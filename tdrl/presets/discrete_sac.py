@@ -18,44 +18,33 @@ tdrl.errors.PresetError: discrete_sac preset field 'n_step': expected an int > 0
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import actor_critic_args, register_classic, sac_alpha, space_dim
+from tdrl.presets.sac import SACPreset
 
 __all__ = ["DiscreteSACPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DiscreteSACPreset(Preset):
-    """Discrete SAC hyperparameters and trainer settings (defaults: CartPole-v1).
-
-    With ``auto_alpha`` the temperature starts at ``alpha`` and is tuned towards the target
-    entropy ``0.98 log |A|``; otherwise ``alpha`` stays fixed.
-    """
+class DiscreteSACPreset(SACPreset):
+    """Discrete SAC hyperparameters and trainer settings (defaults: CartPole-v1): SAC's
+    fields (:class:`~tdrl.presets.sac.SACPreset`), its target entropy ``0.98 log |A|``."""
 
     algo: ClassVar[str] = "discrete_sac"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {}  # _RULES cover all
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (64, 64)
     actor_lr: float = 1e-4
-    critic_lr: float = 1e-3
     gamma: float = 0.95
-    tau: float = 0.005
     auto_alpha: bool = False
     alpha: float = 0.05
-    alpha_lr: float = 3e-4
     n_step: int = 3
-    buffer_size: int = 20_000
-    training_num: int = 10
     test_num: int = 100
     warmup_steps: int = 0
     max_epochs: int = 25
     step_per_epoch: int = 2000
-    step_per_collect: int = 10
     update_per_step: float = 0.1
     batch_size: int = 64
 
@@ -70,38 +59,21 @@ def build(p: DiscreteSACPreset, observation_space: Any, action_space: Any) -> An
     >>> type(alg).__name__, len(alg.critics), alg.alpha
     ('DiscreteSAC', 2, 0.05)
     """
-    import numpy as np
     from torch import nn
 
     from tdrl.algorithm.modelfree.discrete_sac import DiscreteSAC, DiscreteSACPolicy
-    from tdrl.algorithm.modelfree.sac import AutoAlpha
     from tdrl.utils.net import DiscreteActor, QNet
 
-    d = int(np.prod(observation_space.shape))
-    n = int(action_space.n)
+    d, n = space_dim(observation_space), space_dim(action_space)
     actor = DiscreteActor(d, n, p.hidden_sizes, activation=nn.ReLU)
     policy = DiscreteSACPolicy(actor=actor, action_space=action_space)
-    alpha: Any = p.alpha
-    if p.auto_alpha:
-        alpha = AutoAlpha("auto", log_alpha=float(np.log(p.alpha)), optim=p.alpha_lr)
-    return DiscreteSAC(
-        policy=policy,
-        policy_optim=p.actor_lr,
-        critic=QNet(d, n, p.hidden_sizes),
-        critic_optim=p.critic_lr,
-        critic2=QNet(d, n, p.hidden_sizes),
-        tau=p.tau,
-        gamma=p.gamma,
-        alpha=alpha,
-        n_step=p.n_step,
-    )
+    critic_args = actor_critic_args(p, lambda: QNet(d, n, p.hidden_sizes), twin=True)
+    return DiscreteSAC(policy=policy, alpha=sac_alpha(p), **critic_args)
 
 
-register(
-    "discrete_sac",
-    "classic",
+register_classic(
+    __name__,
     DiscreteSACPreset(),
-    builder="tdrl.presets.discrete_sac:build",
     trainer="offpolicy",
     exploration_noise=False,  # the policy samples inside training steps
     action_space="discrete",

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.common import QLearningFields, eps_args, q_learning_args
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import EPSILON_GREEDY, QLearningFields, register_classic
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.dqn import DQN
@@ -41,7 +41,6 @@ class DQNPreset(QLearningFields):
     algo: ClassVar[str] = "dqn"
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (128, 128, 128)
     dueling: bool = False
 
@@ -55,31 +54,16 @@ def build(p: DQNPreset, observation_space: Any, action_space: Any) -> DQN:
     >>> type(alg).__name__, alg.n_step
     ('DQN', 3)
     """
-    import numpy as np
-
     from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
     from tdrl.utils.net import QNet
 
-    n = int(action_space.n)
-    d = int(np.prod(observation_space.shape))
-    model = QNet(d, n, p.hidden_sizes, dueling=p.dueling)
-    policy = DQNPolicy(
-        model=model,
-        action_space=action_space,
-        **eps_args(p),
+    model = QNet(
+        common.space_dim(observation_space),
+        common.space_dim(action_space),
+        p.hidden_sizes,
+        dueling=p.dueling,
     )
-    return DQN(
-        policy=policy,
-        **q_learning_args(p),
-    )
+    return common.q_learner(p, DQNPolicy, DQN, model, action_space)
 
 
-register(
-    "dqn",
-    "classic",
-    DQNPreset(),
-    builder="tdrl.presets.dqn:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
-    action_space="discrete",
-)
+register_classic(__name__, DQNPreset(), **EPSILON_GREEDY)

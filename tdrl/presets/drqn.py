@@ -23,12 +23,11 @@ tdrl.errors.PresetError: drqn preset field 'stack_num': expected an int >= 1, go
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.common import QLearningFields, eps_args, q_learning_args
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_1, EPSILON_GREEDY, QLearningFields, Rules, register_classic
 
 __all__ = ["DRQNPreset", "build"]
 
@@ -50,14 +49,9 @@ class DRQNPreset(QLearningFields):
     """
 
     algo: ClassVar[str] = "drqn"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "stack_num": (">= 1", lambda v: v >= 1),
-        "hidden_size": (">= 1", lambda v: v >= 1),
-        "num_layers": (">= 1", lambda v: v >= 1),
-    }
+    rules: ClassVar[Rules] = dict.fromkeys(("stack_num", "hidden_size", "num_layers"), AT_LEAST_1)
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
     hidden_size: int = 128
     num_layers: int = 2
     stack_num: int = 4
@@ -91,23 +85,7 @@ def build(p: DRQNPreset, observation_space: Any, action_space: Any) -> Any:
         hidden_size=p.hidden_size,
         num_layers=p.num_layers,
     )
-    policy = DRQNPolicy(
-        model=model,
-        action_space=action_space,
-        **eps_args(p),
-    )
-    return DRQN(
-        policy=policy,
-        **q_learning_args(p),
-    )
+    return common.q_learner(p, DRQNPolicy, DRQN, model, action_space)
 
 
-register(
-    "drqn",
-    "classic",
-    DRQNPreset(),
-    builder="tdrl.presets.drqn:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
-    action_space="discrete",
-)
+register_classic(__name__, DRQNPreset(), **EPSILON_GREEDY)

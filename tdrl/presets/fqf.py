@@ -25,14 +25,16 @@ tdrl.errors.PresetError: fqf preset field 'num_fractions': expected an int >= 2,
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.common import QLearningFields, eps_args
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_1, AT_LEAST_2, POSITIVE, QLearningFields, Rules
 
-__all__ = ["FQFPreset", "build"]
+__all__ = ["FQF_RULES", "FQFPreset", "build", "fqf_learner"]
+
+FQF_RULES: Rules = {"num_fractions": AT_LEAST_2, "num_cosines": AT_LEAST_1, "fraction_lr": POSITIVE}
+"""Range checks of the FQF fields (shared with the Atari preset)."""
 
 
 @dataclass(frozen=True)
@@ -50,14 +52,9 @@ class FQFPreset(QLearningFields):
     """
 
     algo: ClassVar[str] = "fqf"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "num_fractions": (">= 2", lambda v: v >= 2),
-        "num_cosines": (">= 1", lambda v: v >= 1),
-        "fraction_lr": ("> 0", lambda v: v > 0),
-    }
+    rules: ClassVar[Rules] = FQF_RULES
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (64, 64, 64)
     head_hidden_sizes: tuple[int, ...] = ()
     num_cosines: int = 64
@@ -70,6 +67,27 @@ class FQFPreset(QLearningFields):
     update_per_step: float = 0.2
 
 
+def fqf_learner(p: Any, model: Any, fraction_model: Any, action_space: Any, eps: Any = None) -> Any:
+    """:class:`~tdrl.algorithm.modelfree.fqf.FQF` on ``model`` and ``fraction_model``, the
+    latter trained by RMSprop ``p.fraction_lr`` (shared with the Atari preset)."""
+    import torch
+
+    from tdrl.algorithm.base import OptimizerFactory
+    from tdrl.algorithm.modelfree.fqf import FQF, FQFPolicy
+
+    return common.q_learner(
+        p,
+        FQFPolicy,
+        FQF,
+        model,
+        action_space,
+        eps=eps,
+        policy_args={"fraction_model": fraction_model},
+        fraction_optim=OptimizerFactory(torch.optim.RMSprop, lr=p.fraction_lr),
+        ent_coef=p.ent_coef,
+    )
+
+
 def build(p: FQFPreset, observation_space: Any, action_space: Any) -> Any:
     """Create the quantile function, fraction proposal network, policy and
     :class:`~tdrl.algorithm.modelfree.fqf.FQF`.
@@ -80,43 +98,17 @@ def build(p: FQFPreset, observation_space: Any, action_space: Any) -> Any:
     >>> type(alg).__name__, alg.policy.fraction_model.num_fractions, alg.ent_coef
     ('FQF', 32, 10.0)
     """
-    import numpy as np
-    import torch
-
-    from tdrl.algorithm.base import OptimizerFactory
-    from tdrl.algorithm.modelfree.fqf import FQF, FQFPolicy
     from tdrl.utils.net_quantile import FractionProposalNetwork, FullQuantileFunction
 
     model = FullQuantileFunction(
-        int(np.prod(observation_space.shape)),
-        int(action_space.n),
+        common.space_dim(observation_space),
+        common.space_dim(action_space),
         hidden_sizes=p.hidden_sizes,
         head_hidden_sizes=p.head_hidden_sizes,
         num_cosines=p.num_cosines,
     )
-    policy = FQFPolicy(
-        model=model,
-        fraction_model=FractionProposalNetwork(p.num_fractions, model.feature_dim),
-        action_space=action_space,
-        **eps_args(p),
-    )
-    return FQF(
-        policy=policy,
-        optim=p.lr,
-        fraction_optim=OptimizerFactory(torch.optim.RMSprop, lr=p.fraction_lr),
-        gamma=p.gamma,
-        ent_coef=p.ent_coef,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
-    )
+    fractions = FractionProposalNetwork(p.num_fractions, model.feature_dim)
+    return fqf_learner(p, model, fractions, action_space)
 
 
-register(
-    "fqf",
-    "classic",
-    FQFPreset(),
-    builder="tdrl.presets.fqf:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
-    action_space="discrete",
-)
+common.register_classic(__name__, FQFPreset(), **common.EPSILON_GREEDY)

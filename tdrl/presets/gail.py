@@ -29,12 +29,12 @@ tdrl.errors.PresetError: gail preset field 'disc_update_num': expected an int > 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.ppo import PPOPreset
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import POSITIVE, Rules, register_classic
+from tdrl.presets.ppo import PPO_ARGS, PPOPreset
 
 if TYPE_CHECKING:
     from tdrl.algorithm.imitation.gail import GAIL
@@ -48,32 +48,22 @@ class GAILPreset(PPOPreset):
     Pendulum-v1)."""
 
     algo: ClassVar[str] = "gail"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "disc_lr": ("> 0", lambda v: v > 0),
-        "disc_update_num": ("> 0", lambda v: v > 0),
-    }
+    rules: ClassVar[Rules] = {"disc_lr": POSITIVE, "disc_update_num": POSITIVE}
 
     task: str = "Pendulum-v1"
     threshold: float | None = -1100.0
-    hidden_sizes: tuple[int, ...] = (64, 64)
     disc_hidden_sizes: tuple[int, ...] = (64, 64)
     lr: float = 1e-3
     disc_lr: float = 5e-4
     disc_update_num: int = 4
     gamma: float = 0.95
-    gae_lambda: float = 0.95
-    eps_clip: float = 0.2
     vf_coef: float = 0.25
     ent_coef: float = 0.01
-    max_grad_norm: float = 0.5
     advantage_normalization: bool = True
     value_clip: bool = True
     return_scaling: bool = True
-    deterministic_eval: bool = True
-    buffer_size: int = 20_000
     training_num: int = 16
     test_num: int = 20
-    max_epochs: int = 10
     step_per_epoch: int = 10_000
     step_per_collect: int = 800
     repeat_per_collect: int = 4
@@ -88,60 +78,35 @@ def build(p: GAILPreset, observation_space: Any, action_space: Any, dataset: Any
     import torch
 
     from tdrl.algorithm.imitation.gail import GAIL
-    from tdrl.algorithm.modelfree.ppo import ActorPolicy
+    from tdrl.data.datasets import check_spaces
     from tdrl.errors import PresetError
-    from tdrl.utils.net import MLP, DiscreteActor, GaussianActor, VCritic
+    from tdrl.utils.net import MLP, VCritic
 
     if dataset is None:
         raise PresetError("gail learns from expert data: expected --dataset FILE.hdf5, got none")
-    from tdrl.data.datasets import check_spaces
-
     check_spaces(dataset, observation_space, action_space)
-    d = int(np.prod(observation_space.shape))
-    actor: torch.nn.Module
-    if isinstance(action_space, gym.spaces.Discrete):
-        actor, a = DiscreteActor(d, int(action_space.n), p.hidden_sizes), 1
-    else:
-        a = int(np.prod(action_space.shape))
-        actor = GaussianActor(d, a, p.hidden_sizes, state_dependent_std=False)
+    d = common.space_dim(observation_space)
+    a = 1 if isinstance(action_space, gym.spaces.Discrete) else common.space_dim(action_space)
+    actor = common.pg_actor(p, observation_space, action_space)
     critic = VCritic(d, p.hidden_sizes, activation=torch.nn.ReLU)
-    for m in [*actor.modules(), *critic.modules()]:
-        if isinstance(m, torch.nn.Linear):
-            torch.nn.init.orthogonal_(m.weight)
-            torch.nn.init.zeros_(m.bias)
+    common.orthogonal_init(actor, critic)
     disc = MLP(d + a, 1, p.disc_hidden_sizes, activation=torch.nn.Tanh)
-    for m in disc.modules():
-        if isinstance(m, torch.nn.Linear):
-            torch.nn.init.orthogonal_(m.weight, gain=float(np.sqrt(2)))
-            torch.nn.init.zeros_(m.bias)
-    policy = ActorPolicy(
-        actor=actor, action_space=action_space, deterministic_eval=p.deterministic_eval
-    )
+    common.orthogonal_init(disc, gain=float(np.sqrt(2)))
     return GAIL(
-        policy=policy,
+        policy=common.actor_policy(p, actor, action_space),
         critic=critic,
         expert_buffer=dataset,
         disc_net=disc,
         optim=p.lr,
         disc_optim=p.disc_lr,
         disc_update_num=p.disc_update_num,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        eps_clip=p.eps_clip,
-        vf_coef=p.vf_coef,
-        ent_coef=p.ent_coef,
-        max_grad_norm=p.max_grad_norm,
-        advantage_normalization=p.advantage_normalization,
-        value_clip=p.value_clip,
-        return_scaling=p.return_scaling,
+        **common.pick(p, PPO_ARGS),
     )
 
 
-register(
-    "gail",
-    "classic",
+register_classic(
+    __name__,
     GAILPreset(),
-    builder="tdrl.presets.gail:build",
     trainer="onpolicy",
     exploration_noise=False,
     action_space="any",

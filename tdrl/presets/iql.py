@@ -17,17 +17,17 @@ tdrl.errors.PresetError: iql preset field 'expectile': expected a float in (0, 1
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import NONNEG, POSITIVE, OfflineFields, Rules, register_classic
 
 __all__ = ["IQLPreset", "build"]
 
 
 @dataclass(frozen=True)
-class IQLPreset(Preset):
+class IQLPreset(OfflineFields):
     """IQL hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``step_per_epoch`` counts gradient steps; ``beta`` is the inverse temperature of the
@@ -35,16 +35,15 @@ class IQLPreset(Preset):
     """
 
     algo: ClassVar[str] = "iql"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+    rules: ClassVar[Rules] = {
         "expectile": ("in (0, 1)", lambda v: 0 < v < 1),
-        "beta": (">= 0", lambda v: v >= 0),
-        "max_weight": ("> 0", lambda v: v > 0),
-        "value_lr": ("> 0", lambda v: v > 0),
+        "beta": NONNEG,
+        "max_weight": POSITIVE,
+        "value_lr": POSITIVE,
     }
 
     task: str = "Pendulum-v1"
     threshold: float | None = -300.0
-    hidden_sizes: tuple[int, ...] = (64, 64)
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
     value_lr: float = 1e-3
@@ -53,10 +52,6 @@ class IQLPreset(Preset):
     max_weight: float = 100.0
     gamma: float = 0.99
     tau: float = 0.005
-    test_num: int = 10
-    max_epochs: int = 20
-    step_per_epoch: int = 500
-    batch_size: int = 256
 
 
 def build(p: IQLPreset, observation_space: Any, action_space: Any, dataset: Any = None) -> Any:
@@ -69,18 +64,12 @@ def build(p: IQLPreset, observation_space: Any, action_space: Any, dataset: Any 
     >>> type(alg).__name__, alg.expectile, alg.policy.deterministic_eval
     ('IQL', 0.7, True)
     """
-    import numpy as np
     from torch import nn
 
     from tdrl.algorithm.imitation.iql import IQL, IQLPolicy
     from tdrl.utils.net import GaussianActor, QCritic, VCritic
 
-    if dataset is not None:
-        from tdrl.data.datasets import check_spaces
-
-        check_spaces(dataset, observation_space, action_space)
-    d = int(np.prod(observation_space.shape))
-    a = int(np.prod(action_space.shape))
+    d, a = common.offline_dims(dataset, observation_space, action_space)
     actor = GaussianActor(d, a, p.hidden_sizes, state_dependent_std=False, bounded_loc=True)
     policy = IQLPolicy(
         actor=actor,
@@ -88,28 +77,16 @@ def build(p: IQLPreset, observation_space: Any, action_space: Any, dataset: Any 
         observation_space=observation_space,
         deterministic_eval=True,
     )
+    critics = common.actor_critic_args(p, lambda: QCritic(d, a, p.hidden_sizes), twin=True)
     return IQL(
         policy=policy,
-        policy_optim=p.actor_lr,
-        critic=QCritic(d, a, p.hidden_sizes),
-        critic_optim=p.critic_lr,
-        critic2=QCritic(d, a, p.hidden_sizes),
+        **critics,
         value=VCritic(d, p.hidden_sizes, activation=nn.ReLU),
         value_optim=p.value_lr,
-        tau=p.tau,
-        gamma=p.gamma,
-        expectile=p.expectile,
-        beta=p.beta,
-        max_weight=p.max_weight,
+        **common.pick(p, ("expectile", "beta", "max_weight")),
     )
 
 
-register(
-    "iql",
-    "classic",
-    IQLPreset(),
-    builder="tdrl.presets.iql:build",
-    trainer="offline",
-    exploration_noise=False,
-    action_space="continuous",
+register_classic(
+    __name__, IQLPreset(), trainer="offline", exploration_noise=False, action_space="continuous"
 )

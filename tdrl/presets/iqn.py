@@ -22,16 +22,18 @@ tdrl.errors.PresetError: iqn preset field 'online_sample_size': expected an int 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.common import QLearningFields, eps_args, q_learning_args
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_1, AT_LEAST_2, QLearningFields, Rules
 
-__all__ = ["IQNPreset", "build"]
+__all__ = ["IQN_RULES", "IQN_SAMPLES", "IQNPreset", "build"]
 
-_AT_LEAST_2 = (">= 2", lambda v: v >= 2)
+IQN_SAMPLES = ("sample_size", "online_sample_size", "target_sample_size")
+"""The IQN policy's fraction counts, from the preset's fields of the same names."""
+IQN_RULES: Rules = {**dict.fromkeys(IQN_SAMPLES, AT_LEAST_2), "num_cosines": AT_LEAST_1}
+"""Range checks of the IQN fields (shared with the Atari preset)."""
 
 
 @dataclass(frozen=True)
@@ -49,15 +51,9 @@ class IQNPreset(QLearningFields):
     """
 
     algo: ClassVar[str] = "iqn"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "sample_size": _AT_LEAST_2,
-        "online_sample_size": _AT_LEAST_2,
-        "target_sample_size": _AT_LEAST_2,
-        "num_cosines": (">= 1", lambda v: v >= 1),
-    }
+    rules: ClassVar[Rules] = IQN_RULES
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (64, 64, 64)
     num_cosines: int = 64
     sample_size: int = 32
@@ -78,37 +74,17 @@ def build(p: IQNPreset, observation_space: Any, action_space: Any) -> Any:
     >>> type(alg).__name__, alg.n_step, alg.policy.online_sample_size
     ('IQN', 3, 8)
     """
-    import numpy as np
-
     from tdrl.algorithm.modelfree.iqn import IQN, IQNPolicy
     from tdrl.utils.net_quantile import ImplicitQuantileNetwork
 
     model = ImplicitQuantileNetwork(
-        int(np.prod(observation_space.shape)),
-        int(action_space.n),
+        common.space_dim(observation_space),
+        common.space_dim(action_space),
         hidden_sizes=p.hidden_sizes,
         num_cosines=p.num_cosines,
     )
-    policy = IQNPolicy(
-        model=model,
-        action_space=action_space,
-        sample_size=p.sample_size,
-        online_sample_size=p.online_sample_size,
-        target_sample_size=p.target_sample_size,
-        **eps_args(p),
-    )
-    return IQN(
-        policy=policy,
-        **q_learning_args(p),
-    )
+    samples = common.pick(p, IQN_SAMPLES)
+    return common.q_learner(p, IQNPolicy, IQN, model, action_space, policy_args=samples)
 
 
-register(
-    "iqn",
-    "classic",
-    IQNPreset(),
-    builder="tdrl.presets.iqn:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
-    action_space="discrete",
-)
+common.register_classic(__name__, IQNPreset(), **common.EPSILON_GREEDY)

@@ -41,15 +41,16 @@ every MuJoCo task whose actions lie in ``[-1, 1]`` (Hopper, HalfCheetah, Walker2
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tdrl.errors import PresetError
-from tdrl.presets.a2c import A2CPreset
+from tdrl.presets import common
+from tdrl.presets.a2c import A2C_ARGS, A2CPreset
+from tdrl.presets.common import Rules
 from tdrl.presets.ddpg import DDPGPreset
-from tdrl.presets.npg import NPGPreset
-from tdrl.presets.ppo import PPOPreset
+from tdrl.presets.npg import NATURAL_ARGS, NPGPreset
+from tdrl.presets.ppo import PPO_ARGS, PPOPreset
 from tdrl.presets.redq import REDQPreset
 from tdrl.presets.registry import Preset, register
 from tdrl.presets.reinforce import ReinforcePreset
@@ -86,10 +87,7 @@ __all__ = [
     "mujoco_actor_critic",
 ]
 
-_Rules = dict[str, tuple[str, Callable[[Any], bool]]]
-_ON_POLICY_RULES: _Rules = {
-    "action_bound_method": ("'clip' or 'tanh'", lambda v: v in ("clip", "tanh")),
-}
+_ON_POLICY_RULES: Rules = {"action_bound_method": common.either("clip", "tanh")}
 
 
 # ------------------------------------------------------------------------ preset classes
@@ -117,7 +115,7 @@ class ReinforceMujocoPreset(ReinforcePreset, _OnPolicyMujocoFields):
     tdrl.errors.PresetError: reinforce ... 'action_bound_method': expected ..., got 'none'
     """
 
-    rules: ClassVar[_Rules] = {**ReinforcePreset.rules, **_ON_POLICY_RULES}
+    rules: ClassVar[Rules] = {**ReinforcePreset.rules, **_ON_POLICY_RULES}
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,7 @@ class A2CMujocoPreset(A2CPreset, _OnPolicyMujocoFields):
     True
     """
 
-    rules: ClassVar[_Rules] = {**A2CPreset.rules, **_ON_POLICY_RULES}
+    rules: ClassVar[Rules] = {**A2CPreset.rules, **_ON_POLICY_RULES}
 
 
 @dataclass(frozen=True)
@@ -143,7 +141,7 @@ class PPOMujocoPreset(PPOPreset, _OnPolicyMujocoFields):
     tdrl.errors.PresetError: ppo preset field 'dual_clip': expected a float or None > 1, got 0.5
     """
 
-    rules: ClassVar[_Rules] = {
+    rules: ClassVar[Rules] = {
         **PPOPreset.rules,
         **_ON_POLICY_RULES,
         "dual_clip": ("> 1", lambda v: v > 1),
@@ -161,7 +159,7 @@ class NPGMujocoPreset(NPGPreset, _OnPolicyMujocoFields):
     True
     """
 
-    rules: ClassVar[_Rules] = {**NPGPreset.rules, **_ON_POLICY_RULES}
+    rules: ClassVar[Rules] = {**NPGPreset.rules, **_ON_POLICY_RULES}
 
 
 @dataclass(frozen=True)
@@ -172,7 +170,7 @@ class TRPOMujocoPreset(TRPOPreset, _OnPolicyMujocoFields):
     True
     """
 
-    rules: ClassVar[_Rules] = {**TRPOPreset.rules, **_ON_POLICY_RULES}
+    rules: ClassVar[Rules] = {**TRPOPreset.rules, **_ON_POLICY_RULES}
 
 
 # ------------------------------------------------------------------ learning-rate decay
@@ -228,34 +226,35 @@ def mujoco_actor_critic(
     import numpy as np
     import torch
 
-    from tdrl.algorithm.policy_gradient import ActorPolicy
-    from tdrl.utils.net import GaussianActor, VCritic
+    from tdrl.utils.net import VCritic
 
-    d = int(np.prod(observation_space.shape))  # type: ignore[arg-type]
-    a = int(np.prod(action_space.shape))  # type: ignore[arg-type]
     tanh = torch.nn.Tanh
-    actor = GaussianActor(
-        d, a, p.hidden_sizes, state_dependent_std=False, init_log_std=-0.5, activation=tanh
+    actor = common.pg_actor(p, observation_space, action_space, init_log_std=-0.5, activation=tanh)
+    v = (
+        VCritic(common.space_dim(observation_space), p.hidden_sizes, activation=tanh)
+        if critic
+        else None
     )
-    v = VCritic(d, p.hidden_sizes, activation=tanh) if critic else None
-    modules = [*actor.modules(), *(v.modules() if v is not None else [])]
-    gain = float(np.sqrt(2))
     with torch.no_grad():
-        for m in modules:
-            if isinstance(m, torch.nn.Linear):
-                torch.nn.init.orthogonal_(m.weight, gain=gain)
-                torch.nn.init.zeros_(m.bias)
+        common.orthogonal_init(actor, *([v] if v is not None else []), gain=float(np.sqrt(2)))
         actor.loc.weight.mul_(0.01)  # last policy layer scaling: initial actions near 0
-    policy = ActorPolicy(
-        actor=actor,
-        action_space=action_space,
-        deterministic_eval=p.deterministic_eval,
-        action_bound_method=p.action_bound_method,
-    )
+    policy = common.actor_policy(p, actor, action_space, action_bound_method=p.action_bound_method)
     return policy, v
 
 
 # -------------------------------------------------------------------------------- builders
+def _build(
+    algo_cls: Any, args: tuple[str, ...], p: Any, spaces: tuple[Any, Any], optim: Any
+) -> Any:
+    """``algo_cls`` on :func:`mujoco_actor_critic`'s networks, with ``optim`` (the linear
+    decay added when ``p.lr_decay``) and the fields of ``p`` named in ``args``."""
+    policy, critic = mujoco_actor_critic(p, *spaces)
+    assert critic is not None
+    return algo_cls(
+        policy=policy, critic=critic, optim=_optimizer(p, optim), **common.pick(p, args)
+    )
+
+
 def build_reinforce(
     p: ReinforceMujocoPreset, observation_space: gym.Space, action_space: gym.Space
 ) -> Reinforce:
@@ -279,20 +278,8 @@ def build_a2c(p: A2CMujocoPreset, observation_space: gym.Space, action_space: gy
     from tdrl.algorithm.base import OptimizerFactory
     from tdrl.algorithm.modelfree.a2c import A2C
 
-    policy, critic = mujoco_actor_critic(p, observation_space, action_space)
-    assert critic is not None
     rmsprop = OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5, alpha=0.99)
-    return A2C(
-        policy=policy,
-        critic=critic,
-        optim=_optimizer(p, rmsprop),
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        vf_coef=p.vf_coef,
-        ent_coef=p.ent_coef,
-        max_grad_norm=p.max_grad_norm,
-        return_scaling=p.return_scaling,
-    )
+    return _build(A2C, A2C_ARGS, p, (observation_space, action_space), rmsprop)
 
 
 def build_ppo(p: PPOMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> PPO:
@@ -300,24 +287,8 @@ def build_ppo(p: PPOMujocoPreset, observation_space: gym.Space, action_space: gy
     from tdrl.algorithm.base import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.ppo import PPO
 
-    policy, critic = mujoco_actor_critic(p, observation_space, action_space)
-    assert critic is not None
-    return PPO(
-        policy=policy,
-        critic=critic,
-        optim=_optimizer(p, AdamOptimizerFactory(lr=p.lr)),
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        eps_clip=p.eps_clip,
-        dual_clip=p.dual_clip,
-        value_clip=p.value_clip,
-        advantage_normalization=p.advantage_normalization,
-        recompute_advantage=p.recompute_advantage,
-        vf_coef=p.vf_coef,
-        ent_coef=p.ent_coef,
-        max_grad_norm=p.max_grad_norm,
-        return_scaling=p.return_scaling,
-    )
+    adam = AdamOptimizerFactory(lr=p.lr)
+    return _build(PPO, PPO_ARGS, p, (observation_space, action_space), adam)
 
 
 def build_npg(p: NPGMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> NPG:
@@ -325,19 +296,8 @@ def build_npg(p: NPGMujocoPreset, observation_space: gym.Space, action_space: gy
     from tdrl.algorithm.base import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.npg import NPG
 
-    policy, critic = mujoco_actor_critic(p, observation_space, action_space)
-    assert critic is not None
-    return NPG(
-        policy=policy,
-        critic=critic,
-        optim=_optimizer(p, AdamOptimizerFactory(lr=p.lr)),
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        return_scaling=p.return_scaling,
-        advantage_normalization=p.advantage_normalization,
-        optim_critic_iters=p.optim_critic_iters,
-        trust_region_size=p.trust_region_size,
-    )
+    adam = AdamOptimizerFactory(lr=p.lr)
+    return _build(NPG, NATURAL_ARGS, p, (observation_space, action_space), adam)
 
 
 def build_trpo(p: TRPOMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> TRPO:
@@ -345,21 +305,8 @@ def build_trpo(p: TRPOMujocoPreset, observation_space: gym.Space, action_space: 
     from tdrl.algorithm.base import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.trpo import TRPO
 
-    policy, critic = mujoco_actor_critic(p, observation_space, action_space)
-    assert critic is not None
-    return TRPO(
-        policy=policy,
-        critic=critic,
-        optim=_optimizer(p, AdamOptimizerFactory(lr=p.lr)),
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        return_scaling=p.return_scaling,
-        advantage_normalization=p.advantage_normalization,
-        optim_critic_iters=p.optim_critic_iters,
-        max_kl=p.max_kl,
-        backtrack_coeff=p.backtrack_coeff,
-        max_backtracks=p.max_backtracks,
-    )
+    adam = AdamOptimizerFactory(lr=p.lr)
+    return _build(TRPO, NATURAL_ARGS, p, (observation_space, action_space), adam)
 
 
 # ------------------------------------------------------------------------------ registry

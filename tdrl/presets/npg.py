@@ -22,39 +22,39 @@ tdrl.errors.PresetError: npg preset field 'optim_critic_iters': expected an int 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import POSITIVE, OnPolicyFields, Rules, register_classic
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.npg import NPG
 
-__all__ = ["NPGPreset", "build", "build_networks"]
+__all__ = ["NATURAL_ARGS", "NPGPreset", "NaturalGradientFields", "build", "build_networks"]
+
+NATURAL_ARGS = (
+    *("gamma", "gae_lambda", "return_scaling", "advantage_normalization", "optim_critic_iters"),
+    *("trust_region_size", "max_kl", "backtrack_coeff", "max_backtracks"),
+)
+"""The NPG/TRPO arguments a preset's fields of the same names set (those it has)."""
 
 
 @dataclass(frozen=True)
-class NPGPreset(Preset):
-    """NPG hyperparameters and trainer settings (defaults: Pendulum-v1)."""
+class NaturalGradientFields(OnPolicyFields):
+    """What the NPG and TRPO presets share (defaults: Pendulum-v1, from Tianshou's
+    ``test_npg.py`` and ``test_trpo.py``): GAE, return scaling, advantage normalization,
+    ``optim_critic_iters`` critic steps per actor step, full-batch updates."""
 
-    algo: ClassVar[str] = "npg"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "trust_region_size": ("> 0", lambda v: v > 0),
-        "optim_critic_iters": ("> 0", lambda v: v > 0),
-    }
+    rules: ClassVar[Rules] = {"optim_critic_iters": POSITIVE}
 
     task: str = "Pendulum-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (64, 64)
     lr: float = 1e-3
     gamma: float = 0.95
     gae_lambda: float = 0.95
     return_scaling: bool = True
     advantage_normalization: bool = True
     optim_critic_iters: int = 5
-    trust_region_size: float = 0.5
-    deterministic_eval: bool = True
     buffer_size: int = 50_000
     training_num: int = 16
     test_num: int = 10
@@ -65,34 +65,27 @@ class NPGPreset(Preset):
     batch_size: int = 99_999
 
 
+@dataclass(frozen=True)
+class NPGPreset(NaturalGradientFields):
+    """NPG hyperparameters and trainer settings (defaults: Pendulum-v1)."""
+
+    algo: ClassVar[str] = "npg"
+    rules: ClassVar[Rules] = {**NaturalGradientFields.rules, "trust_region_size": POSITIVE}
+
+    trust_region_size: float = 0.5
+
+
 def build_networks(p: Any, observation_space: Any, action_space: Any) -> tuple[Any, Any]:
     """The policy (tanh MLP Gaussian actor) and critic of an NPG/TRPO preset, with
     orthogonal weights and zero biases as in Tianshou's tests."""
-    import gymnasium as gym
-    import numpy as np
     import torch
 
-    from tdrl.algorithm.policy_gradient import ActorPolicy
-    from tdrl.utils.net import DiscreteActor, GaussianActor, VCritic
+    from tdrl.utils.net import VCritic
 
-    d = int(np.prod(observation_space.shape))
-    actor: torch.nn.Module
-    if isinstance(action_space, gym.spaces.Discrete):
-        actor = DiscreteActor(d, int(action_space.n), p.hidden_sizes)
-    else:
-        a = int(np.prod(action_space.shape))
-        actor = GaussianActor(
-            d, a, p.hidden_sizes, state_dependent_std=False, activation=torch.nn.Tanh
-        )
-    critic = VCritic(d, p.hidden_sizes)
-    for m in [*actor.modules(), *critic.modules()]:
-        if isinstance(m, torch.nn.Linear):
-            torch.nn.init.orthogonal_(m.weight)
-            torch.nn.init.zeros_(m.bias)
-    policy = ActorPolicy(
-        actor=actor, action_space=action_space, deterministic_eval=p.deterministic_eval
-    )
-    return policy, critic
+    actor = common.pg_actor(p, observation_space, action_space, activation=torch.nn.Tanh)
+    critic = VCritic(common.space_dim(observation_space), p.hidden_sizes)
+    common.orthogonal_init(actor, critic)
+    return common.actor_policy(p, actor, action_space), critic
 
 
 def build(p: NPGPreset, observation_space: Any, action_space: Any) -> NPG:
@@ -100,25 +93,9 @@ def build(p: NPGPreset, observation_space: Any, action_space: Any) -> NPG:
     from tdrl.algorithm.modelfree.npg import NPG
 
     policy, critic = build_networks(p, observation_space, action_space)
-    return NPG(
-        policy=policy,
-        critic=critic,
-        optim=p.lr,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        return_scaling=p.return_scaling,
-        advantage_normalization=p.advantage_normalization,
-        optim_critic_iters=p.optim_critic_iters,
-        trust_region_size=p.trust_region_size,
-    )
+    return NPG(policy=policy, critic=critic, optim=p.lr, **common.pick(p, NATURAL_ARGS))
 
 
-register(
-    "npg",
-    "classic",
-    NPGPreset(),
-    builder="tdrl.presets.npg:build",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="any",
+register_classic(
+    __name__, NPGPreset(), trainer="onpolicy", exploration_noise=False, action_space="any"
 )

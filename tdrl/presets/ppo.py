@@ -17,25 +17,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import OnPolicyFields, register_classic
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.ppo import PPO
 
-__all__ = ["PPOPreset", "build"]
+__all__ = ["PPO_ARGS", "PPOPreset", "build"]
+
+PPO_ARGS = (
+    *("gamma", "gae_lambda", "eps_clip", "dual_clip", "vf_coef", "ent_coef", "max_grad_norm"),
+    *("advantage_normalization", "recompute_advantage", "value_clip", "return_scaling"),
+)
+"""The PPO arguments a PPO preset's fields of the same names set (those it has)."""
 
 
 @dataclass(frozen=True)
-class PPOPreset(Preset):
-    """PPO hyperparameters and trainer settings (defaults: CartPole-v1)."""
+class PPOPreset(OnPolicyFields):
+    """PPO hyperparameters and trainer settings (defaults: CartPole-v1; the trainer's and
+    the actor's are :class:`~tdrl.presets.common.OnPolicyFields`')."""
 
     algo: ClassVar[str] = "ppo"
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    lr: float = 3e-4
-    gamma: float = 0.99
     gae_lambda: float = 0.95
     eps_clip: float = 0.2
     vf_coef: float = 0.5
@@ -44,15 +48,6 @@ class PPOPreset(Preset):
     advantage_normalization: bool = False
     value_clip: bool = False
     return_scaling: bool = False
-    deterministic_eval: bool = True
-    buffer_size: int = 20_000
-    training_num: int = 20
-    test_num: int = 100
-    max_epochs: int = 10
-    step_per_epoch: int = 50_000
-    step_per_collect: int = 2000
-    repeat_per_collect: int = 10
-    batch_size: int = 64
 
 
 def build(p: PPOPreset, observation_space: Any, action_space: Any) -> PPO:
@@ -64,45 +59,16 @@ def build(p: PPOPreset, observation_space: Any, action_space: Any) -> PPO:
     >>> type(alg).__name__, type(alg.policy.actor).__name__
     ('PPO', 'GaussianActor')
     """
-    import gymnasium as gym
-    import numpy as np
-    import torch
+    from tdrl.algorithm.modelfree.ppo import PPO
+    from tdrl.utils.net import VCritic
 
-    from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
-    from tdrl.utils.net import DiscreteActor, GaussianActor, VCritic
-
-    d = int(np.prod(observation_space.shape))
-    actor: torch.nn.Module
-    if isinstance(action_space, gym.spaces.Discrete):
-        actor = DiscreteActor(d, int(action_space.n), p.hidden_sizes)
-    else:
-        a = int(np.prod(action_space.shape))
-        actor = GaussianActor(d, a, p.hidden_sizes, state_dependent_std=False)
-    policy = ActorPolicy(
-        actor=actor, action_space=action_space, deterministic_eval=p.deterministic_eval
+    policy = common.actor_policy(
+        p, common.pg_actor(p, observation_space, action_space), action_space
     )
-    return PPO(
-        policy=policy,
-        critic=VCritic(d, p.hidden_sizes),
-        optim=p.lr,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        eps_clip=p.eps_clip,
-        vf_coef=p.vf_coef,
-        ent_coef=p.ent_coef,
-        max_grad_norm=p.max_grad_norm,
-        advantage_normalization=p.advantage_normalization,
-        value_clip=p.value_clip,
-        return_scaling=p.return_scaling,
-    )
+    critic = VCritic(common.space_dim(observation_space), p.hidden_sizes)
+    return PPO(policy=policy, critic=critic, optim=p.lr, **common.pick(p, PPO_ARGS))
 
 
-register(
-    "ppo",
-    "classic",
-    PPOPreset(),
-    builder="tdrl.presets.ppo:build",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="any",
+register_classic(
+    __name__, PPOPreset(), trainer="onpolicy", exploration_noise=False, action_space="any"
 )

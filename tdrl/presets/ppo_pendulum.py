@@ -25,11 +25,11 @@ tdrl.errors.PresetError: ppo preset field 'dual_clip': expected a float or None 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.ppo import PPOPreset
+from tdrl.presets.common import Rules, actor_policy, orthogonal_init, pg_actor, pick, space_dim
+from tdrl.presets.ppo import PPO_ARGS, PPOPreset
 from tdrl.presets.registry import register
 
 if TYPE_CHECKING:
@@ -43,33 +43,22 @@ class PPOPendulumPreset(PPOPreset):
     """:class:`~tdrl.presets.ppo.PPOPreset` plus the Gaussian actor's initial ``log std``,
     orthogonal initialization, advantage recompute and dual clip (defaults: Pendulum-v1)."""
 
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "dual_clip": ("> 1", lambda v: v > 1),
-    }
+    rules: ClassVar[Rules] = {"dual_clip": ("> 1", lambda v: v > 1)}
 
     task: str = "Pendulum-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (64, 64)
     init_log_std: float = 0.0
     orthogonal_init: bool = True
     lr: float = 1e-3
     gamma: float = 0.95
-    gae_lambda: float = 0.95
-    eps_clip: float = 0.2
     dual_clip: float | None = None
     vf_coef: float = 0.25
-    ent_coef: float = 0.0
-    max_grad_norm: float = 0.5
     advantage_normalization: bool = True
     recompute_advantage: bool = False
     value_clip: bool = True
     return_scaling: bool = True
-    deterministic_eval: bool = True
-    buffer_size: int = 20_000
     training_num: int = 16
     test_num: int = 20
     max_epochs: int = 4
-    step_per_epoch: int = 50_000
     step_per_collect: int = 800
     repeat_per_collect: int = 4
     batch_size: int = 128
@@ -78,48 +67,18 @@ class PPOPendulumPreset(PPOPreset):
 def build(p: PPOPendulumPreset, observation_space: Any, action_space: Any) -> PPO:
     """Create the Gaussian actor (state-independent ``log std``) or, for a ``Discrete``
     space, the categorical actor, the critic, the policy and PPO."""
-    import gymnasium as gym
-    import numpy as np
     import torch
 
-    from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
-    from tdrl.utils.net import DiscreteActor, GaussianActor, VCritic
+    from tdrl.algorithm.modelfree.ppo import PPO
+    from tdrl.utils.net import VCritic
 
-    d = int(np.prod(observation_space.shape))
     relu = torch.nn.ReLU
-    actor: torch.nn.Module
-    if isinstance(action_space, gym.spaces.Discrete):
-        actor = DiscreteActor(d, int(action_space.n), p.hidden_sizes, activation=relu)
-    else:
-        a = int(np.prod(action_space.shape))
-        actor = GaussianActor(
-            d, a, p.hidden_sizes, state_dependent_std=False, init_log_std=p.init_log_std
-        )
-    critic = VCritic(d, p.hidden_sizes, activation=relu)
+    actor = pg_actor(p, observation_space, action_space, relu, init_log_std=p.init_log_std)
+    critic = VCritic(space_dim(observation_space), p.hidden_sizes, activation=relu)
     if p.orthogonal_init:
-        for m in [*actor.modules(), *critic.modules()]:
-            if isinstance(m, torch.nn.Linear):
-                torch.nn.init.orthogonal_(m.weight)
-                torch.nn.init.zeros_(m.bias)
-    policy = ActorPolicy(
-        actor=actor, action_space=action_space, deterministic_eval=p.deterministic_eval
-    )
-    return PPO(
-        policy=policy,
-        critic=critic,
-        optim=p.lr,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        eps_clip=p.eps_clip,
-        dual_clip=p.dual_clip,
-        vf_coef=p.vf_coef,
-        ent_coef=p.ent_coef,
-        max_grad_norm=p.max_grad_norm,
-        advantage_normalization=p.advantage_normalization,
-        recompute_advantage=p.recompute_advantage,
-        value_clip=p.value_clip,
-        return_scaling=p.return_scaling,
-    )
+        orthogonal_init(actor, critic)
+    policy = actor_policy(p, actor, action_space)
+    return PPO(policy=policy, critic=critic, optim=p.lr, **pick(p, PPO_ARGS))
 
 
 register(

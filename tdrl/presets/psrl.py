@@ -29,23 +29,20 @@ tdrl.errors.PresetError: psrl preset field 'rew_std_prior': expected a float > 0
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tdrl.errors import PresetError
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import POSITIVE, EpisodeCollectFields, Rules, register_classic
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelbased.psrl import PSRL
 
 __all__ = ["PSRLPreset", "build"]
 
-_POSITIVE = ("> 0", lambda v: v > 0)
-
 
 @dataclass(frozen=True)
-class PSRLPreset(Preset):
+class PSRLPreset(EpisodeCollectFields):
     """PSRL priors and trainer settings (defaults: ``tdrl/NChain-v0``).
 
     ``trans_count_prior``, ``rew_mean_prior`` and ``rew_std_prior`` fill the prior arrays
@@ -55,11 +52,11 @@ class PSRLPreset(Preset):
     """
 
     algo: ClassVar[str] = "psrl"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "trans_count_prior": _POSITIVE,
-        "rew_std_prior": _POSITIVE,
-        "epsilon": _POSITIVE,
-        "episode_per_collect": _POSITIVE,
+    rules: ClassVar[Rules] = {
+        "trans_count_prior": POSITIVE,
+        "rew_std_prior": POSITIVE,
+        "epsilon": POSITIVE,
+        "episode_per_collect": POSITIVE,
     }
 
     task: str = "tdrl/NChain-v0"
@@ -76,22 +73,8 @@ class PSRLPreset(Preset):
     warmup_steps: int = 1000
     max_epochs: int = 5
     step_per_epoch: int = 1000
-    step_per_collect: int | None = None
     episode_per_collect: int | None = 1
     repeat_per_collect: int = 1
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if (self.step_per_collect is None) == (self.episode_per_collect is None):
-            raise PresetError(
-                f"{self.algo} preset fields 'step_per_collect' and 'episode_per_collect': "
-                f"expected exactly one of them set, got {self.step_per_collect} and "
-                f"{self.episode_per_collect}"
-            )
-
-    def trainer_kwargs(self) -> dict[str, Any]:
-        """The base's trainer arguments plus ``episode_per_collect``."""
-        return {**super().trainer_kwargs(), "episode_per_collect": self.episode_per_collect}
 
 
 def build(p: PSRLPreset, observation_space: Any, action_space: Any) -> PSRL:
@@ -122,11 +105,9 @@ def build(p: PSRLPreset, observation_space: Any, action_space: Any) -> PSRL:
     return PSRL(policy=policy, add_done_loop=p.add_done_loop)
 
 
-register(
-    "psrl",
-    "classic",
+register_classic(
+    __name__,
     PSRLPreset(),
-    builder="tdrl.presets.psrl:build",
     trainer="onpolicy",
     exploration_noise=False,
     action_space="discrete",

@@ -22,12 +22,11 @@ tdrl.errors.PresetError: qrdqn preset field 'num_quantiles': expected an int >= 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.common import QLearningFields, eps_args
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_2, EPSILON_GREEDY, QLearningFields, Rules, register_classic
 
 __all__ = ["QRDQNPreset", "build"]
 
@@ -43,12 +42,9 @@ class QRDQNPreset(QLearningFields):
     """
 
     algo: ClassVar[str] = "qrdqn"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "num_quantiles": (">= 2", lambda v: v >= 2),
-    }
+    rules: ClassVar[Rules] = {"num_quantiles": AT_LEAST_2}
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (128, 128, 128, 128)
     dueling: bool = False
     num_quantiles: int = 50
@@ -68,39 +64,14 @@ def build(p: QRDQNPreset, observation_space: Any, action_space: Any) -> Any:
     >>> type(alg).__name__, alg.n_step, alg.num_quantiles
     ('QRDQN', 3, 16)
     """
-    import numpy as np
-
     from tdrl.algorithm.modelfree.qrdqn import QRDQN, QRDQNPolicy
     from tdrl.utils.net_distributional import DistributionalQNet
 
-    model = DistributionalQNet(
-        int(np.prod(observation_space.shape)),
-        int(action_space.n),
-        p.num_quantiles,
-        p.hidden_sizes,
-        dueling=p.dueling,
-    )
-    policy = QRDQNPolicy(
-        model=model,
-        action_space=action_space,
-        **eps_args(p),
-    )
-    return QRDQN(
-        policy=policy,
-        optim=p.lr,
-        gamma=p.gamma,
-        num_quantiles=p.num_quantiles,
-        n_step=p.n_step,
-        target_update_freq=p.target_update_freq,
+    d, n = common.space_dim(observation_space), common.space_dim(action_space)
+    model = DistributionalQNet(d, n, p.num_quantiles, p.hidden_sizes, dueling=p.dueling)
+    return common.q_learner(
+        p, QRDQNPolicy, QRDQN, model, action_space, num_quantiles=p.num_quantiles
     )
 
 
-register(
-    "qrdqn",
-    "classic",
-    QRDQNPreset(),
-    builder="tdrl.presets.qrdqn:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # epsilon-greedy: eps_train in training, eps_test when testing
-    action_space="discrete",
-)
+register_classic(__name__, QRDQNPreset(), **EPSILON_GREEDY)

@@ -25,13 +25,11 @@ tdrl.errors.PresetError: rainbow preset field 'v_max': expected a float > v_min 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.errors import PresetError
-from tdrl.presets.common import QLearningFields, eps_args, q_learning_args, support_args
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_2, NONNEG, QLearningFields, Rules
 
 __all__ = ["RainbowPreset", "build"]
 
@@ -52,14 +50,9 @@ class RainbowPreset(QLearningFields):
     """
 
     algo: ClassVar[str] = "rainbow"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "num_atoms": (">= 2", lambda v: v >= 2),
-        "noisy_std": (">= 0", lambda v: v >= 0),
-        "beta": (">= 0", lambda v: v >= 0),
-    }
+    rules: ClassVar[Rules] = {"num_atoms": AT_LEAST_2, "noisy_std": NONNEG, "beta": NONNEG}
 
     task: str = "CartPole-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (128, 128, 128, 128)
     head_hidden_sizes: tuple[int, ...] = ()
     num_atoms: int = 51
@@ -77,11 +70,7 @@ class RainbowPreset(QLearningFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.v_min < self.v_max:
-            raise PresetError(
-                f"{self.algo} preset field 'v_max': expected a float > v_min = {self.v_min}, "
-                f"got {self.v_max}"
-            )
+        common.check_support(self)
 
 
 def build(p: RainbowPreset, observation_space: Any, action_space: Any) -> Any:
@@ -93,37 +82,23 @@ def build(p: RainbowPreset, observation_space: Any, action_space: Any) -> Any:
     >>> type(alg).__name__, alg.n_step, alg.policy.support.shape
     ('Rainbow', 3, torch.Size([11]))
     """
-    import numpy as np
-
     from tdrl.algorithm.modelfree.rainbow import Rainbow, RainbowPolicy
     from tdrl.utils.net_rainbow import RainbowNet
 
     model = RainbowNet(
-        int(np.prod(observation_space.shape)),
-        int(action_space.n),
+        common.space_dim(observation_space),
+        common.space_dim(action_space),
         p.num_atoms,
         p.hidden_sizes,
         head_hidden_sizes=p.head_hidden_sizes,
         noisy_std=p.noisy_std,
     )
-    policy = RainbowPolicy(
-        model=model,
-        action_space=action_space,
-        **support_args(p),
-        **eps_args(p),
-    )
-    return Rainbow(
-        policy=policy,
-        **q_learning_args(p),
-    )
+    support = common.support_args(p)
+    return common.q_learner(p, RainbowPolicy, Rainbow, model, action_space, policy_args=support)
 
 
-register(
-    "rainbow",
-    "classic",
+common.register_classic(
+    __name__,
     RainbowPreset(),
-    builder="tdrl.presets.rainbow:build",
-    trainer="offpolicy",
-    exploration_noise=True,  # epsilon-greedy on top of the noisy layers, as in Tianshou
-    action_space="discrete",
+    **common.EPSILON_GREEDY,  # epsilon-greedy on top of the noisy layers, as in Tianshou
 )

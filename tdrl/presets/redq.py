@@ -16,20 +16,21 @@ tdrl.errors.PresetError: redq preset field 'subset_size': expected an int in [1,
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.errors import PresetError
-from tdrl.presets.common import OffPolicyFields
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import AT_LEAST_1, Rules, register_classic
+from tdrl.presets.sac import SACPreset
 
 __all__ = ["REDQPreset", "build"]
 
 
 @dataclass(frozen=True)
-class REDQPreset(OffPolicyFields):
-    """REDQ hyperparameters and trainer settings (defaults: Pendulum-v1).
+class REDQPreset(SACPreset):
+    """REDQ hyperparameters and trainer settings (defaults: Pendulum-v1): SAC's fields
+    (:class:`~tdrl.presets.sac.SACPreset`) and the ensemble's.
 
     ``ensemble_size`` critics, targets from random subsets of ``subset_size`` of them
     aggregated by ``target_mode`` (``"min"`` or ``"mean"``), an actor (and alpha) step every
@@ -43,28 +44,18 @@ class REDQPreset(OffPolicyFields):
     """
 
     algo: ClassVar[str] = "redq"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "ensemble_size": (">= 1", lambda v: v >= 1),
-        "subset_size": (">= 1", lambda v: v >= 1),
-        "actor_delay": (">= 1", lambda v: v >= 1),
-        "target_mode": ("'min' or 'mean'", lambda v: v in ("min", "mean")),
+    rules: ClassVar[Rules] = {
+        "ensemble_size": AT_LEAST_1,
+        "subset_size": AT_LEAST_1,
+        "actor_delay": AT_LEAST_1,
+        "target_mode": common.either("min", "mean"),
     }
 
-    task: str = "Pendulum-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (64, 64)
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
-    gamma: float = 0.99
-    tau: float = 0.005
-    auto_alpha: bool = True
-    alpha: float = 0.2
-    alpha_lr: float = 3e-4
     ensemble_size: int = 4
     subset_size: int = 2
     actor_delay: int = 3
     target_mode: str = "min"
-    n_step: int = 1
     step_per_epoch: int = 500
     update_per_step: float = 3.0
     batch_size: int = 64
@@ -88,39 +79,29 @@ def build(p: REDQPreset, observation_space: Any, action_space: Any) -> Any:
     >>> type(alg).__name__, len(alg.critics), alg.actor_delay, alg.auto_alpha is not None
     ('REDQ', 4, 3, True)
     """
-    import numpy as np
-
     from tdrl.algorithm.modelfree.redq import REDQ
-    from tdrl.algorithm.modelfree.sac import AutoAlpha, SACPolicy
+    from tdrl.algorithm.modelfree.sac import SACPolicy
     from tdrl.utils.net import GaussianActor, QCritic
 
-    d = int(np.prod(observation_space.shape))
-    a = int(np.prod(action_space.shape))
+    d, a = common.space_dim(observation_space), common.space_dim(action_space)
     policy = SACPolicy(actor=GaussianActor(d, a, p.hidden_sizes), action_space=action_space)
-    alpha: Any = p.alpha
-    if p.auto_alpha:
-        alpha = AutoAlpha("auto", log_alpha=float(np.log(p.alpha)), optim=p.alpha_lr)
+    ensemble = common.actor_critic_args(
+        p, lambda: [QCritic(d, a, p.hidden_sizes) for _ in range(p.ensemble_size)]
+    )
     return REDQ(
         policy=policy,
-        policy_optim=p.actor_lr,
-        critic=[QCritic(d, a, p.hidden_sizes) for _ in range(p.ensemble_size)],
-        critic_optim=p.critic_lr,
+        alpha=common.sac_alpha(p),
+        **ensemble,
         ensemble_size=p.ensemble_size,
         subset_size=p.subset_size,
-        tau=p.tau,
-        gamma=p.gamma,
-        alpha=alpha,
-        n_step=p.n_step,
         actor_delay=p.actor_delay,
         target_mode=p.target_mode,  # type: ignore[arg-type]
     )
 
 
-register(
-    "redq",
-    "classic",
+register_classic(
+    __name__,
     REDQPreset(),
-    builder="tdrl.presets.redq:build",
     trainer="offpolicy",
     exploration_noise=False,  # the policy samples inside training steps
     action_space="continuous",

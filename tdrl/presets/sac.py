@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.common import OffPolicyFields
-from tdrl.presets.registry import register
+from tdrl.presets import common
+from tdrl.presets.common import OffPolicyFields, register_classic
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.sac import SAC
@@ -30,13 +30,14 @@ __all__ = ["SACPreset", "build"]
 class SACPreset(OffPolicyFields):
     """SAC hyperparameters and trainer settings (defaults: Pendulum-v1).
 
-    Warm up with ``collect(n_step=warmup_steps, random=True)``.
+    With ``auto_alpha`` the temperature starts at ``alpha`` and is tuned (Adam
+    ``alpha_lr``) towards the target entropy; otherwise ``alpha`` stays fixed. Warm up with
+    ``collect(n_step=warmup_steps, random=True)``.
     """
 
     algo: ClassVar[str] = "sac"
 
     task: str = "Pendulum-v1"
-    threshold: float | None = None
     hidden_sizes: tuple[int, ...] = (128, 128)
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
@@ -57,34 +58,15 @@ def build(p: SACPreset, observation_space: Any, action_space: Any) -> SAC:
     >>> type(alg).__name__, alg.n_step
     ('SAC', 1)
     """
-    import numpy as np
-
-    from tdrl.algorithm.modelfree.sac import SAC, AutoAlpha, SACPolicy
+    from tdrl.algorithm.modelfree.sac import SAC, SACPolicy
     from tdrl.utils.net import GaussianActor, QCritic
 
-    d, a = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+    d, a = common.space_dim(observation_space), common.space_dim(action_space)
     policy = SACPolicy(actor=GaussianActor(d, a, p.hidden_sizes), action_space=action_space)
-    alpha: float | AutoAlpha = p.alpha
-    if p.auto_alpha:
-        alpha = AutoAlpha("auto", log_alpha=float(np.log(p.alpha)), optim=p.alpha_lr)
-    return SAC(
-        policy=policy,
-        policy_optim=p.actor_lr,
-        critic=QCritic(d, a, p.hidden_sizes),
-        critic_optim=p.critic_lr,
-        tau=p.tau,
-        gamma=p.gamma,
-        alpha=alpha,
-        n_step=p.n_step,
-    )
+    critic_args = common.actor_critic_args(p, lambda: QCritic(d, a, p.hidden_sizes))
+    return SAC(policy=policy, alpha=common.sac_alpha(p), **critic_args)
 
 
-register(
-    "sac",
-    "classic",
-    SACPreset(),
-    builder="tdrl.presets.sac:build",
-    trainer="offpolicy",
-    exploration_noise=False,
-    action_space="continuous",
+register_classic(
+    __name__, SACPreset(), trainer="offpolicy", exploration_noise=False, action_space="continuous"
 )

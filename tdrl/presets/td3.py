@@ -20,24 +20,27 @@ tdrl.errors.PresetError: td3 preset field 'update_actor_freq': expected an int >
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.common import OffPolicyFields
-from tdrl.presets.ddpg import NOISE_RULES, make_noise
-from tdrl.presets.registry import register
+from tdrl.presets.common import AT_LEAST_1, NONNEG, Rules, pick, register_classic
+from tdrl.presets.ddpg import NOISE_RULES, DDPGPreset, build_deterministic
 
-__all__ = ["TD3Preset", "build"]
+__all__ = ["TD3_ARGS", "TD3_RULES", "TD3Preset", "build"]
+
+TD3_RULES: Rules = {"policy_noise": NONNEG, "noise_clip": NONNEG, "update_actor_freq": AT_LEAST_1}
+"""Range checks of TD3's target smoothing and actor delay (shared with TD3+BC)."""
+TD3_ARGS = ("policy_noise", "noise_clip", "update_actor_freq")
+"""The TD3 arguments beyond DDPG's, from the preset's fields of the same names."""
 
 
 @dataclass(frozen=True)
-class TD3Preset(OffPolicyFields):
+class TD3Preset(DDPGPreset):
     """TD3 hyperparameters and trainer settings (defaults: Pendulum-v1).
 
-    The exploration noise fields are :class:`~tdrl.presets.ddpg.DDPGPreset`'s;
-    ``policy_noise``/``noise_clip`` smooth the target action (raw action units, ``[-1,
-    1]``; ``noise_clip = 0``: unclipped) and ``update_actor_freq`` delays the actor.
+    :class:`~tdrl.presets.ddpg.DDPGPreset`'s fields plus ``policy_noise``/``noise_clip``,
+    which smooth the target action (raw action units, ``[-1, 1]``; ``noise_clip = 0``:
+    unclipped), and ``update_actor_freq``, which delays the actor.
 
     >>> TD3Preset().replace(noise_clip=-1.0)
     Traceback (most recent call last):
@@ -46,26 +49,11 @@ class TD3Preset(OffPolicyFields):
     """
 
     algo: ClassVar[str] = "td3"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        **NOISE_RULES,
-        "policy_noise": (">= 0", lambda v: v >= 0),
-        "noise_clip": (">= 0", lambda v: v >= 0),
-        "update_actor_freq": (">= 1", lambda v: v >= 1),
-    }
+    rules: ClassVar[Rules] = {**NOISE_RULES, **TD3_RULES}
 
-    task: str = "Pendulum-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (128, 128)
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
-    gamma: float = 0.99
-    tau: float = 0.01
-    exploration_noise: str = "gaussian"
-    noise_sigma: float = 0.1
     policy_noise: float = 0.2
     noise_clip: float = 0.5
     update_actor_freq: int = 2
-    n_step: int = 3
 
 
 def build(p: TD3Preset, observation_space: Any, action_space: Any) -> Any:
@@ -77,38 +65,15 @@ def build(p: TD3Preset, observation_space: Any, action_space: Any) -> Any:
     >>> type(alg).__name__, len(alg.critics), alg.update_actor_freq
     ('TD3', 2, 2)
     """
-    import numpy as np
+    from tdrl.algorithm.modelfree.td3 import TD3
 
-    from tdrl.algorithm.modelfree.td3 import TD3, ContinuousDeterministicPolicy
-    from tdrl.utils.net import DeterministicActor, QCritic
-
-    d = int(np.prod(observation_space.shape))
-    a = int(np.prod(action_space.shape))
-    policy = ContinuousDeterministicPolicy(
-        actor=DeterministicActor(d, a, p.hidden_sizes),
-        action_space=action_space,
-        exploration_noise=make_noise(p.exploration_noise, p.noise_sigma),
-    )
-    return TD3(
-        policy=policy,
-        policy_optim=p.actor_lr,
-        critic=QCritic(d, a, p.hidden_sizes),
-        critic_optim=p.critic_lr,
-        critic2=QCritic(d, a, p.hidden_sizes),
-        tau=p.tau,
-        gamma=p.gamma,
-        policy_noise=p.policy_noise,
-        noise_clip=p.noise_clip,
-        update_actor_freq=p.update_actor_freq,
-        n_step=p.n_step,
-    )
+    args = pick(p, TD3_ARGS)
+    return build_deterministic(TD3, p, observation_space, action_space, twin=True, **args)
 
 
-register(
-    "td3",
-    "classic",
+register_classic(
+    __name__,
     TD3Preset(),
-    builder="tdrl.presets.td3:build",
     trainer="offpolicy",
     exploration_noise=True,  # the policy adds its noise inside training steps only
     action_space="continuous",

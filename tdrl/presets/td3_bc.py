@@ -20,17 +20,18 @@ tdrl.errors.PresetError: td3_bc preset field 'alpha': expected a float > 0, got 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets import common
+from tdrl.presets.common import OfflineFields, Rules, register_classic
+from tdrl.presets.td3 import TD3_ARGS, TD3_RULES
 
 __all__ = ["TD3BCPreset", "build"]
 
 
 @dataclass(frozen=True)
-class TD3BCPreset(Preset):
+class TD3BCPreset(OfflineFields):
     """TD3+BC hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``step_per_epoch`` counts gradient steps; ``norm_obs`` normalizes observations with
@@ -38,11 +39,7 @@ class TD3BCPreset(Preset):
     """
 
     algo: ClassVar[str] = "td3_bc"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "policy_noise": (">= 0", lambda v: v >= 0),
-        "noise_clip": (">= 0", lambda v: v >= 0),
-        "update_actor_freq": (">= 1", lambda v: v >= 1),
-    }
+    rules: ClassVar[Rules] = TD3_RULES
 
     task: str = "Pendulum-v1"
     threshold: float | None = -300.0
@@ -57,10 +54,6 @@ class TD3BCPreset(Preset):
     update_actor_freq: int = 2
     n_step: int = 3
     norm_obs: bool = True
-    test_num: int = 10
-    max_epochs: int = 20
-    step_per_epoch: int = 500
-    batch_size: int = 256
 
 
 def build(p: TD3BCPreset, observation_space: Any, action_space: Any, dataset: Any = None) -> Any:
@@ -77,18 +70,11 @@ def build(p: TD3BCPreset, observation_space: Any, action_space: Any, dataset: An
     """
     import math
 
-    import numpy as np
-
     from tdrl.algorithm.imitation.td3_bc import TD3BC, TD3BCPolicy, dataset_obs_rms
     from tdrl.utils.net import DeterministicActor, QCritic
     from tdrl.utils.normalize import TIANSHOU_EPS, RunningNorm
 
-    if dataset is not None:
-        from tdrl.data.datasets import check_spaces
-
-        check_spaces(dataset, observation_space, action_space)
-    d = int(np.prod(observation_space.shape))
-    a = int(np.prod(action_space.shape))
+    d, a = common.offline_dims(dataset, observation_space, action_space)
     obs_rms = None
     if p.norm_obs:
         if dataset is not None:
@@ -103,26 +89,11 @@ def build(p: TD3BCPreset, observation_space: Any, action_space: Any, dataset: An
     )
     return TD3BC(
         policy=policy,
-        policy_optim=p.actor_lr,
-        critic=QCritic(d, a, p.hidden_sizes),
-        critic_optim=p.critic_lr,
-        critic2=QCritic(d, a, p.hidden_sizes),
-        tau=p.tau,
-        gamma=p.gamma,
-        policy_noise=p.policy_noise,
-        noise_clip=p.noise_clip,
-        update_actor_freq=p.update_actor_freq,
-        alpha=p.alpha,
-        n_step=p.n_step,
+        **common.actor_critic_args(p, lambda: QCritic(d, a, p.hidden_sizes), twin=True),
+        **common.pick(p, (*TD3_ARGS, "alpha")),
     )
 
 
-register(
-    "td3_bc",
-    "classic",
-    TD3BCPreset(),
-    builder="tdrl.presets.td3_bc:build",
-    trainer="offline",
-    exploration_noise=False,
-    action_space="continuous",
+register_classic(
+    __name__, TD3BCPreset(), trainer="offline", exploration_noise=False, action_space="continuous"
 )

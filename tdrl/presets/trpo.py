@@ -19,11 +19,11 @@ tdrl.errors.PresetError: trpo preset field 'backtrack_coeff': expected a float i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdrl.presets.registry import Preset, register
+from tdrl.presets.common import POSITIVE, Rules, pick, register_classic
+from tdrl.presets.npg import NATURAL_ARGS, NaturalGradientFields, build_networks
 
 if TYPE_CHECKING:
     from tdrl.algorithm.modelfree.trpo import TRPO
@@ -32,67 +32,31 @@ __all__ = ["TRPOPreset", "build"]
 
 
 @dataclass(frozen=True)
-class TRPOPreset(Preset):
-    """TRPO hyperparameters and trainer settings (defaults: Pendulum-v1)."""
+class TRPOPreset(NaturalGradientFields):
+    """TRPO hyperparameters and trainer settings (defaults: Pendulum-v1): NPG's
+    (:class:`~tdrl.presets.npg.NaturalGradientFields`) and the line search's."""
 
     algo: ClassVar[str] = "trpo"
-    rules: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
-        "max_kl": ("> 0", lambda v: v > 0),
+    rules: ClassVar[Rules] = {
+        **NaturalGradientFields.rules,
+        "max_kl": POSITIVE,
         "backtrack_coeff": ("in (0, 1)", lambda v: 0 < v < 1),
-        "max_backtracks": ("> 0", lambda v: v > 0),
-        "optim_critic_iters": ("> 0", lambda v: v > 0),
+        "max_backtracks": POSITIVE,
     }
 
-    task: str = "Pendulum-v1"
-    threshold: float | None = None
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    lr: float = 1e-3
-    gamma: float = 0.95
-    gae_lambda: float = 0.95
-    return_scaling: bool = True
-    advantage_normalization: bool = True
-    optim_critic_iters: int = 5
     max_kl: float = 0.01
     backtrack_coeff: float = 0.8
     max_backtracks: int = 10
-    deterministic_eval: bool = True
-    buffer_size: int = 50_000
-    training_num: int = 16
-    test_num: int = 10
-    max_epochs: int = 50
-    step_per_epoch: int = 5000
-    step_per_collect: int = 1024
-    repeat_per_collect: int = 2
-    batch_size: int = 99_999
 
 
 def build(p: TRPOPreset, observation_space: Any, action_space: Any) -> TRPO:
     """Create the actor, critic, policy and TRPO."""
     from tdrl.algorithm.modelfree.trpo import TRPO
-    from tdrl.presets.npg import build_networks
 
     policy, critic = build_networks(p, observation_space, action_space)
-    return TRPO(
-        policy=policy,
-        critic=critic,
-        optim=p.lr,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        return_scaling=p.return_scaling,
-        advantage_normalization=p.advantage_normalization,
-        optim_critic_iters=p.optim_critic_iters,
-        max_kl=p.max_kl,
-        backtrack_coeff=p.backtrack_coeff,
-        max_backtracks=p.max_backtracks,
-    )
+    return TRPO(policy=policy, critic=critic, optim=p.lr, **pick(p, NATURAL_ARGS))
 
 
-register(
-    "trpo",
-    "classic",
-    TRPOPreset(),
-    builder="tdrl.presets.trpo:build",
-    trainer="onpolicy",
-    exploration_noise=False,
-    action_space="any",
+register_classic(
+    __name__, TRPOPreset(), trainer="onpolicy", exploration_noise=False, action_space="any"
 )

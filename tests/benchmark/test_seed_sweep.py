@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tdrl.benchmark import seed_sweep
-from tdrl.commands import bench, report
+from tdrl.cli import bench, report
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "sweeps" / "results.jsonl"

@@ -36,10 +36,9 @@ import gymnasium as gym
 import torch
 import torch.nn.functional as F
 from tensordict import TensorDictBase
-from tensordict.nn import TensorDictParams
 from torch import nn
 
-from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
+from tdrl.algorithm.actor_critic import OffPolicyActorCritic
 from tdrl.algorithm.checks import require_at_least, require_instance, require_unit
 from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy import ActBoundMethod, Policy, make_batch
@@ -131,16 +130,6 @@ class BCQ(OffPolicyActorCritic):
     (['actor', 'critic1', 'critic2'], torch.Size([4]))
     """
 
-    actor: nn.Module
-    actor_params: TensorDictParams
-    target_actor_params: TensorDictParams
-    critic1: nn.Module
-    critic1_params: TensorDictParams
-    target_critic1_params: TensorDictParams
-    critic2: nn.Module
-    critic2_params: TensorDictParams
-    target_critic2_params: TensorDictParams
-
     def __init__(
         self,
         *,
@@ -160,7 +149,7 @@ class BCQ(OffPolicyActorCritic):
         super().__init__(
             policy=policy,
             policy_optim=actor_perturbation_optim,
-            critics=[policy.critic, critic2 if critic2 is not None else reinit_copy(policy.critic)],
+            critics=self.twin_critics(policy.critic, critic2),
             critic_optim=critic_optim,
             tau=tau,
             gamma=gamma,
@@ -179,16 +168,6 @@ class BCQ(OffPolicyActorCritic):
     def actor_perturbation_old(self) -> nn.Module:
         """The target perturbation actor ``xi'``."""
         return self.actor_old  # type: ignore[no-any-return]
-
-    @property
-    def critic1_old(self) -> nn.Module:
-        """The first target critic."""
-        return self.critics_old[0]  # type: ignore[no-any-return]
-
-    @property
-    def critic2_old(self) -> nn.Module:
-        """The second target critic."""
-        return self.critics_old[1]  # type: ignore[no-any-return]
 
     # -- targets: computed in the critic stage, after the VAE step ----------------------
     def preprocess(self, batch: Batch, buffer: Any, indices: Any) -> Batch:

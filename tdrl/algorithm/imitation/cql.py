@@ -107,15 +107,8 @@ class CQL(SAC):
     """CQL(H) on SAC, with automatic alpha and the Lagrangian variant (automatic alpha').
 
     :param policy: a :class:`~tdrl.algorithm.modelfree.sac.SACPolicy`.
-    :param policy_optim: optimizer factory (or Adam lr) for the actor.
-    :param critic: ``(obs, act) -> Q [B, 1]`` (e.g. :class:`tdrl.utils.net.QCritic`).
-    :param critic_optim: optimizer factory (or Adam lr) for both critics.
-    :param critic2: the second critic (default: a re-initialized copy of ``critic``).
     :param cql_alpha_lr: optimizer factory (or Adam lr) for ``log alpha'`` (Lagrangian).
     :param cql_weight: ``w``, the weight of the conservative penalty, ``>= 0``.
-    :param tau: soft target update rate.
-    :param gamma: discount factor.
-    :param alpha: a fixed entropy temperature, or an :class:`AutoAlpha`.
     :param temperature: ``T`` of the log-sum-exp, ``> 0``.
     :param with_lagrange: tune ``alpha'`` so that the penalty stays near
         ``lagrange_threshold``.
@@ -128,6 +121,10 @@ class CQL(SAC):
     :param calibrated: bound the proposals' Q from below by the dataset's Monte-Carlo
         returns (Cal-QL); needs ``calibration_returns`` in the batch, which tdrl's update
         adds (a TorchRL batch without it gets the uncalibrated penalty).
+
+    ``policy_optim``, ``critic`` (``(obs, act) -> Q [B, 1]``), ``critic_optim``, ``critic2``,
+    ``tau``, ``gamma`` and ``alpha`` are
+    :class:`~tdrl.algorithm.actor_critic.SoftActorCritic`'s (there is no ``n_step``).
 
     >>> import gymnasium as gym
     >>> from tdrl.utils.net import GaussianActor, QCritic

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDictBase
+from typing_extensions import Unpack
 
-from tdrl.algorithm.distributional import check_atoms, quantile_huber_loss, quantile_priority
-from tdrl.algorithm.loss_keys import weighted_mean
+from tdrl.algorithm.distributional import check_atoms
 from tdrl.algorithm.modelfree.qrdqn import QRDQN, QRDQNPolicy
-from tdrl.algorithm.optim import OptimizerFactory
-from tdrl.algorithm.qlearning import mask_q
+from tdrl.algorithm.qlearning import QLearningParams, mask_q
 
 __all__ = ["DiscreteCQL", "DiscreteCQLPolicy"]
 
@@ -55,27 +54,13 @@ class DiscreteCQL(QRDQN):
         self,
         *,
         policy: QRDQNPolicy,
-        optim: OptimizerFactory | float = 1e-3,
         min_q_weight: float = 10.0,
-        gamma: float = 0.99,
         num_quantiles: int = 200,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
-        max_grad_norm: float | None = None,
+        **kwargs: Unpack[QLearningParams],
     ) -> None:
         if not min_q_weight >= 0:
             raise ValueError(f"min_q_weight: expected a value >= 0, got {min_q_weight}")
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            num_quantiles=num_quantiles,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            max_grad_norm=max_grad_norm,
-        )
+        super().__init__(policy=policy, num_quantiles=num_quantiles, **kwargs)
         self.min_q_weight = float(min_q_weight)
         # both terms drive the one optimizer (the base registered loss_qvalue alone)
         self._stages.clear()
@@ -89,20 +74,12 @@ class DiscreteCQL(QRDQN):
         check_atoms(out, n, "num_quantiles")
         act = self.act_of(td).long().reshape(-1, 1)
         pred = out.gather(1, act.unsqueeze(-1).expand(-1, 1, n)).squeeze(1)
-        target = td["returns"].to(pred.dtype)
-        if target.shape != pred.shape:
-            raise ValueError(
-                f"returns: expected the target quantiles [B, {n}] (shape {tuple(pred.shape)}), "
-                f"got shape {tuple(target.shape)}"
-            )
-        per = quantile_huber_loss(pred, target, self.taus)
-        td.set("td_error", quantile_priority(pred, target))
-        weight = self.weights(td)
+        loss = self.quantile_loss(td, pred)
         q = self.policy.q_from_output(out)
         if mask is not None:  # illegal actions barely count in the soft maximum
             q = mask_q(q, mask)
         gap = q.logsumexp(1) - q.gather(1, act).squeeze(1)
         return {
-            "loss_qvalue": weighted_mean(per, weight, cast=True),
+            "loss_qvalue": loss,
             "loss_cql": self.min_q_weight * gap.mean(),
         }

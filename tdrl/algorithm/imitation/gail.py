@@ -32,9 +32,10 @@ import torch
 import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+from typing_extensions import Unpack
 
 from tdrl.algorithm.checks import require_at_least
-from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy
+from tdrl.algorithm.modelfree.ppo import PPO, ActorPolicy, PPOParams
 from tdrl.algorithm.optim import OptimizerFactory, Stage
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
@@ -83,43 +84,16 @@ class GAIL(PPO):
         critic: nn.Module,
         expert_buffer: Any,
         disc_net: nn.Module,
-        optim: OptimizerFactory | float = 3e-4,
         disc_optim: OptimizerFactory | float = 5e-4,
         disc_update_num: int = 4,
-        eps_clip: float = 0.2,
-        dual_clip: float | None = None,
-        value_clip: bool = False,
-        advantage_normalization: bool = True,
-        recompute_advantage: bool = False,
-        vf_coef: float = 0.5,
-        ent_coef: float = 0.01,
-        max_grad_norm: float | None = None,
-        gae_lambda: float = 0.95,
         max_batchsize: int = 256,
-        gamma: float = 0.99,
-        return_scaling: bool = False,
+        **kwargs: Unpack[PPOParams],
     ) -> None:
         require_at_least(1, disc_update_num=disc_update_num)
         if expert_buffer is None or len(expert_buffer) == 0:
             n = None if expert_buffer is None else 0
             raise ValueError(f"expert_buffer: expected a non-empty replay buffer, got {n}")
-        super().__init__(
-            policy=policy,
-            critic=critic,
-            optim=optim,
-            eps_clip=eps_clip,
-            dual_clip=dual_clip,
-            value_clip=value_clip,
-            advantage_normalization=advantage_normalization,
-            recompute_advantage=recompute_advantage,
-            vf_coef=vf_coef,
-            ent_coef=ent_coef,
-            max_grad_norm=max_grad_norm,
-            gae_lambda=gae_lambda,
-            gamma=gamma,
-            max_batchsize=max_batchsize,
-            return_scaling=return_scaling,
-        )
+        super().__init__(policy=policy, critic=critic, max_batchsize=max_batchsize, **kwargs)
         self.disc_net = disc_net
         self.expert_buffer = expert_buffer
         self.disc_update_num = disc_update_num

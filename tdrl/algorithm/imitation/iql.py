@@ -41,7 +41,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
+from tdrl.algorithm.actor_critic import OffPolicyActorCritic
 from tdrl.algorithm.checks import require_instance, require_unit
 from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy import call_model
@@ -127,7 +127,7 @@ class IQL(OffPolicyActorCritic):
         super().__init__(
             policy=policy,
             policy_optim=policy_optim,
-            critics=[critic, critic2 if critic2 is not None else reinit_copy(critic)],
+            critics=self.twin_critics(critic, critic2),
             critic_optim=critic_optim,
             tau=tau,
             gamma=gamma,

@@ -37,10 +37,10 @@ import torch
 import torch.nn.functional as F
 from tensordict import TensorDictBase
 from torch import nn
+from typing_extensions import Unpack
 
 from tdrl.algorithm.actor_critic import ContinuousDeterministicPolicy
-from tdrl.algorithm.modelfree.td3 import TD3
-from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.modelfree.td3 import TD3, TD3Params
 from tdrl.algorithm.policy import call_model, make_batch
 from tdrl.data.batch import Batch
 from tdrl.utils.normalize import TIANSHOU_EPS, RunningNorm
@@ -145,33 +145,12 @@ class TD3BC(TD3):
         self,
         *,
         policy: ContinuousDeterministicPolicy,
-        policy_optim: OptimizerFactory | float = 1e-3,
-        critic: nn.Module,
-        critic_optim: OptimizerFactory | float = 1e-3,
-        critic2: nn.Module | None = None,
-        tau: float = 0.005,
-        gamma: float = 0.99,
-        policy_noise: float = 0.2,
-        noise_clip: float = 0.5,
-        update_actor_freq: int = 2,
         alpha: float = 2.5,
-        n_step: int = 1,
+        **kwargs: Unpack[TD3Params],
     ) -> None:
         if not alpha > 0.0:
             raise ValueError(f"alpha: expected a value > 0, got {alpha}")
-        super().__init__(
-            policy=policy,
-            policy_optim=policy_optim,
-            critic=critic,
-            critic_optim=critic_optim,
-            critic2=critic2,
-            tau=tau,
-            gamma=gamma,
-            policy_noise=policy_noise,
-            noise_clip=noise_clip,
-            update_actor_freq=update_actor_freq,
-            n_step=n_step,
-        )
+        super().__init__(policy=policy, **kwargs)
         self._bc_alpha = float(alpha)
 
     @property

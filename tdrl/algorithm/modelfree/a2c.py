@@ -25,15 +25,16 @@ import torch
 import torch.nn.functional as F
 from tensordict import TensorDictBase
 from torch import nn
+from typing_extensions import Unpack
 
 from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy_gradient import (
     ActorPolicy,
     OnPolicyAlgorithm,
+    OnPolicyParams,
     ProbabilisticActorPolicy,
     default_dist_fn,
 )
-from tdrl.utils.net import ActorCritic
 
 __all__ = ["A2C", "ActorPolicy", "ProbabilisticActorPolicy", "default_dist_fn"]
 
@@ -73,10 +74,8 @@ class A2C(OnPolicyAlgorithm):
         vf_coef: float = 0.5,
         ent_coef: float = 0.01,
         max_grad_norm: float | None = None,
-        gae_lambda: float = 0.95,
-        gamma: float = 0.99,
         max_batchsize: int = 1024,
-        return_scaling: bool = False,
+        **kwargs: Unpack[OnPolicyParams],
     ) -> None:
         for name, value in (("vf_coef", vf_coef), ("ent_coef", ent_coef)):
             if not value >= 0:
@@ -85,20 +84,8 @@ class A2C(OnPolicyAlgorithm):
             raise ValueError(f"max_grad_norm: expected a value > 0 or None, got {max_grad_norm}")
         if critic is None:
             raise ValueError("critic: expected a module obs -> V(s), got None")
-        super().__init__(
-            policy=policy,
-            critic=critic,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            max_batchsize=max_batchsize,
-            return_scaling=return_scaling,
-        )
-        self.vf_coef = vf_coef
-        self.ent_coef = ent_coef
-        self.optim = self._create_optimizer(ActorCritic(policy.actor, critic), optim, max_grad_norm)
-        self._add_stage(
-            self.a2c_losses, (("loss_objective", "loss_critic", "loss_entropy"), self.optim)
-        )
+        super().__init__(policy=policy, critic=critic, max_batchsize=max_batchsize, **kwargs)
+        self._add_joint_stage(self.a2c_losses, optim, max_grad_norm, vf_coef, ent_coef)
 
     def a2c_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
         """A2C's terms on a minibatch with ``obs, act, adv, returns``.
@@ -114,11 +101,4 @@ class A2C(OnPolicyAlgorithm):
         actor_loss = -(logp.reshape(n, -1) * adv).mean()
         value = self.critic(obs).reshape(-1)
         vf_loss = F.mse_loss(td["returns"].reshape(-1).to(value.dtype), value)
-        entropy = dist.entropy().mean()
-        return {
-            "loss_objective": actor_loss,
-            "loss_critic": self.vf_coef * vf_loss,
-            "loss_entropy": -self.ent_coef * entropy,
-            "vf_loss": vf_loss.detach(),
-            "entropy": entropy.detach(),
-        }
+        return self.joint_terms(actor_loss, vf_loss, dist.entropy().mean())

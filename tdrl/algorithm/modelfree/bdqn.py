@@ -186,14 +186,10 @@ class BDQN(QLearningAlgorithm):
     """Branching dueling Q-learning: every branch regresses on the branch-mean target.
 
     :param policy: a :class:`BDQNPolicy`.
-    :param optim: optimizer factory (or Adam learning rate) for ``policy.model``.
-    :param gamma: discount factor.
-    :param n_step: n-step return horizon (tdrl's buffer path; a TorchRL batch gets
-        one-step targets). Tianshou's BDQN has 1-step targets only.
-    :param target_update_freq: copy the online weights into the target network every this
-        many gradient steps (``0``: no target network).
-    :param is_double: the online network picks each branch's bootstrap sub-action.
-    :param max_grad_norm: clip the gradient norm (``None``: no clipping).
+
+    The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`'s
+    (``n_step``: Tianshou's BDQN has 1-step targets only; ``is_double``: the online network
+    picks each branch's bootstrap sub-action).
 
     >>> from tdrl.data.batch import Batch
     >>> from tdrl.utils.net_rainbow import BranchingQNet

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 from torch import nn
+from typing_extensions import Unpack
 
 from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.distributional import (
@@ -46,7 +47,7 @@ from tdrl.algorithm.distributional import (
     taken_atoms,
 )
 from tdrl.algorithm.loss_keys import weighted_mean
-from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy
+from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, QLearningPolicyParams
 from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.data.batch import Batch
 
@@ -90,23 +91,15 @@ class C51Policy(QLearningPolicy):
         *,
         model: nn.Module,
         action_space: gym.Space,
-        observation_space: gym.Space | None = None,
         num_atoms: int = 51,
         v_min: float = -10.0,
         v_max: float = 10.0,
-        eps_training: float = 0.0,
-        eps_inference: float = 0.0,
+        **kwargs: Unpack[QLearningPolicyParams],
     ) -> None:
         require_at_least(2, num_atoms=num_atoms)
         if not v_min < v_max:
             raise ValueError(f"v_max: expected a value > v_min = {v_min}, got {v_max}")
-        super().__init__(
-            model=model,
-            action_space=action_space,
-            observation_space=observation_space,
-            eps_training=eps_training,
-            eps_inference=eps_inference,
-        )
+        super().__init__(model=model, action_space=action_space, **kwargs)
         self.num_atoms, self.v_min, self.v_max = int(num_atoms), float(v_min), float(v_max)
         self.register_buffer("support", torch.linspace(self.v_min, self.v_max, self.num_atoms))
 

@@ -26,18 +26,16 @@ from typing import Any
 import gymnasium as gym
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.distributions import Categorical
+from typing_extensions import Unpack
 
-from tdrl.algorithm.actor_critic import OffPolicyActorCritic, reinit_copy
+from tdrl.algorithm.actor_critic import AutoAlpha, SoftActorCritic, SoftActorCriticParams
 from tdrl.algorithm.checks import require_instance
-from tdrl.algorithm.modelfree.sac import AutoAlpha
-from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy import call_model
 from tdrl.algorithm.policy_gradient import ActorPolicy
 
-__all__ = ["DiscreteSAC", "DiscreteSACPolicy"]
+__all__ = ["AutoAlpha", "DiscreteSAC", "DiscreteSACPolicy"]
 
 AUTO_ENTROPY_RATIO = 0.98
 """``"auto"`` target entropy: this fraction of the uniform policy's entropy ``log |A|``."""
@@ -83,19 +81,14 @@ class DiscreteSACPolicy(ActorPolicy):
         return dist
 
 
-class DiscreteSAC(OffPolicyActorCritic):
+class DiscreteSAC(SoftActorCritic):
     """SAC for ``Discrete`` actions with twin ``Q(s) -> [B, |A|]`` critics.
 
     :param policy: a :class:`DiscreteSACPolicy`.
-    :param policy_optim: optimizer factory (or Adam lr) for the actor.
-    :param critic: ``obs -> Q [B, |A|]`` (e.g. :class:`tdrl.utils.net.QNet`).
-    :param critic_optim: optimizer factory (or Adam lr) for both critics.
-    :param critic2: the second critic (default: a re-initialized copy of ``critic``).
-    :param tau: soft target update rate.
-    :param gamma: discount factor.
-    :param alpha: a fixed entropy temperature, or an :class:`AutoAlpha`
-        (``"auto"`` target entropy: ``0.98 log |A|``).
-    :param n_step: n-step return horizon.
+
+    The other parameters are :class:`~tdrl.algorithm.actor_critic.SoftActorCritic`'s
+    (``critic``: ``obs -> Q [B, |A|]``, e.g. :class:`tdrl.utils.net.QNet`; ``"auto"``
+    target entropy: ``0.98 log |A|``).
 
     >>> from tdrl.utils.net import DiscreteActor, QNet
     >>> space = gym.spaces.Discrete(2)
@@ -105,51 +98,17 @@ class DiscreteSAC(OffPolicyActorCritic):
     (0.6793, torch.Size([3, 2]))
     """
 
-    critic1: nn.Module
-    critic1_params: TensorDictParams
-    target_critic1_params: TensorDictParams
-    critic2: nn.Module
-    critic2_params: TensorDictParams
-    target_critic2_params: TensorDictParams
-
     def __init__(
-        self,
-        *,
-        policy: DiscreteSACPolicy,
-        policy_optim: OptimizerFactory | float = 1e-3,
-        critic: nn.Module,
-        critic_optim: OptimizerFactory | float = 1e-3,
-        critic2: nn.Module | None = None,
-        tau: float = 0.005,
-        gamma: float = 0.99,
-        alpha: float | AutoAlpha = 0.2,
-        n_step: int = 1,
+        self, *, policy: DiscreteSACPolicy, **kwargs: Unpack[SoftActorCriticParams]
     ) -> None:
         require_instance("policy", policy, DiscreteSACPolicy, ValueError)
-        super().__init__(
-            policy=policy,
-            policy_optim=policy_optim,
-            critics=[critic, critic2 if critic2 is not None else reinit_copy(critic)],
-            critic_optim=critic_optim,
-            tau=tau,
-            gamma=gamma,
-            n_step=n_step,
-        )
+        super().__init__(policy=policy, **kwargs)
         self.policy: DiscreteSACPolicy = policy
-        n = int(policy.action_space.n)  # type: ignore[union-attr, arg-type]
-        steps = self._init_temperature(alpha, auto_target_entropy=AUTO_ENTROPY_RATIO * math.log(n))
-        self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
-        self._add_stage(self.actor_losses, *steps)
 
-    @property
-    def critic1_old(self) -> nn.Module:
-        """The first target critic."""
-        return self.critics_old[0]  # type: ignore[no-any-return]
-
-    @property
-    def critic2_old(self) -> nn.Module:
-        """The second target critic."""
-        return self.critics_old[1]  # type: ignore[no-any-return]
+    def auto_target_entropy(self) -> float:
+        """``0.98 log |A|``: close to the entropy of the uniform policy."""
+        n = int(self.policy.action_space.n)  # type: ignore[union-attr, arg-type]
+        return AUTO_ENTROPY_RATIO * math.log(n)
 
     def q_values(
         self,

@@ -16,12 +16,18 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from tensordict import TensorDictBase
+from typing_extensions import Unpack
 
 from tdrl.algorithm.loss_keys import weighted_mean
-from tdrl.algorithm.optim import OptimizerFactory
-from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy
+from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningParams, QLearningPolicy
 
-__all__ = ["DQN", "DQNPolicy"]
+__all__ = ["DQN", "DQNParams", "DQNPolicy"]
+
+
+class DQNParams(QLearningParams, total=False):
+    """:class:`DQN`'s keywords besides ``policy`` (``**kwargs: Unpack[DQNParams]``)."""
+
+    huber_loss_delta: float | None
 
 
 class DQNPolicy(QLearningPolicy):
@@ -49,23 +55,10 @@ class DQN(QLearningAlgorithm):
         self,
         *,
         policy: QLearningPolicy,
-        optim: OptimizerFactory | float = 1e-3,
-        gamma: float = 0.99,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
         huber_loss_delta: float | None = None,
-        max_grad_norm: float | None = None,
+        **kwargs: Unpack[QLearningParams],
     ) -> None:
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            max_grad_norm=max_grad_norm,
-        )
+        super().__init__(policy=policy, **kwargs)
         self.huber_loss_delta = huber_loss_delta
 
     def q_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import gymnasium as gym
 from torch import nn
+from typing_extensions import Unpack
 
-from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy
-from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.modelfree.dqn import DQN, DQNParams, DQNPolicy
 from tdrl.algorithm.policy import _takes_state
-from tdrl.algorithm.qlearning import QLearningPolicy
+from tdrl.algorithm.qlearning import QLearningPolicy, QLearningPolicyParams
 
 __all__ = ["DRQN", "DRQNPolicy"]
 
@@ -82,22 +82,10 @@ class DRQNPolicy(DQNPolicy):
     """
 
     def __init__(
-        self,
-        *,
-        model: nn.Module,
-        action_space: gym.Space,
-        observation_space: gym.Space | None = None,
-        eps_training: float = 0.0,
-        eps_inference: float = 0.0,
+        self, *, model: nn.Module, action_space: gym.Space, **kwargs: Unpack[QLearningPolicyParams]
     ) -> None:
         _require_recurrent(model)
-        super().__init__(
-            model=model,
-            action_space=action_space,
-            observation_space=observation_space,
-            eps_training=eps_training,
-            eps_inference=eps_inference,
-        )
+        super().__init__(model=model, action_space=action_space, **kwargs)
 
 
 class DRQN(DQN):
@@ -126,26 +114,6 @@ class DRQN(DQN):
     ['loss', 'loss_qvalue']
     """
 
-    def __init__(
-        self,
-        *,
-        policy: QLearningPolicy,
-        optim: OptimizerFactory | float = 1e-3,
-        gamma: float = 0.99,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
-        huber_loss_delta: float | None = None,
-        max_grad_norm: float | None = None,
-    ) -> None:
+    def __init__(self, *, policy: QLearningPolicy, **kwargs: Unpack[DQNParams]) -> None:
         _require_recurrent(policy.model)
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            huber_loss_delta=huber_loss_delta,
-            max_grad_norm=max_grad_norm,
-        )
+        super().__init__(policy=policy, **kwargs)

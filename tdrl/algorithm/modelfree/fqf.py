@@ -33,6 +33,7 @@ import gymnasium as gym
 import torch
 from tensordict import TensorDictBase
 from torch import nn
+from typing_extensions import Unpack
 
 from tdrl.algorithm.checks import require_instance
 from tdrl.algorithm.distributional import (
@@ -43,7 +44,12 @@ from tdrl.algorithm.distributional import (
 )
 from tdrl.algorithm.loss_keys import weighted_mean
 from tdrl.algorithm.optim import OptimizerFactory
-from tdrl.algorithm.qlearning import QLearningPolicy, split_mask
+from tdrl.algorithm.qlearning import (
+    QLearningParams,
+    QLearningPolicy,
+    QLearningPolicyParams,
+    split_mask,
+)
 from tdrl.utils.net_quantile import Fractions
 
 __all__ = ["FQF", "FQFOutput", "FQFPolicy", "fraction_gradient"]
@@ -114,17 +120,9 @@ class FQFPolicy(QLearningPolicy):
         model: nn.Module,
         fraction_model: nn.Module,
         action_space: gym.Space,
-        observation_space: gym.Space | None = None,
-        eps_training: float = 0.0,
-        eps_inference: float = 0.0,
+        **kwargs: Unpack[QLearningPolicyParams],
     ) -> None:
-        super().__init__(
-            model=model,
-            action_space=action_space,
-            observation_space=observation_space,
-            eps_training=eps_training,
-            eps_inference=eps_inference,
-        )
+        super().__init__(model=model, action_space=action_space, **kwargs)
         self.fraction_model = fraction_model
 
     def propose(
@@ -186,27 +184,14 @@ class FQF(QuantileQLearningAlgorithm):
         self,
         *,
         policy: FQFPolicy,
-        optim: OptimizerFactory | float = 1e-3,
         fraction_optim: OptimizerFactory | float | None = None,
-        gamma: float = 0.99,
         ent_coef: float = 0.0,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
-        max_grad_norm: float | None = None,
+        **kwargs: Unpack[QLearningParams],
     ) -> None:
         require_instance("policy", policy, FQFPolicy)
         if not ent_coef >= 0.0:
             raise ValueError(f"ent_coef: expected a value >= 0, got {ent_coef}")
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            max_grad_norm=max_grad_norm,
-        )
+        super().__init__(policy=policy, **kwargs)
         self.ent_coef = ent_coef
         if fraction_optim is None:
             fraction_optim = OptimizerFactory(torch.optim.RMSprop, lr=2.5e-9)

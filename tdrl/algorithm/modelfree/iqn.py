@@ -32,6 +32,7 @@ import gymnasium as gym
 import torch
 from tensordict import TensorDictBase
 from torch import nn
+from typing_extensions import Unpack
 
 from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.distributional import (
@@ -41,7 +42,7 @@ from tdrl.algorithm.distributional import (
     take_action,
 )
 from tdrl.algorithm.loss_keys import weighted_mean
-from tdrl.algorithm.qlearning import QLearningPolicy, split_mask
+from tdrl.algorithm.qlearning import QLearningPolicy, QLearningPolicyParams, split_mask
 
 __all__ = ["IQN", "IQNPolicy", "QuantileQLearningAlgorithm", "take_action"]
 
@@ -79,10 +80,8 @@ class IQNPolicy(QLearningPolicy):
         sample_size: int = 32,
         online_sample_size: int = 8,
         target_sample_size: int = 8,
-        observation_space: gym.Space | None = None,
-        eps_training: float = 0.0,
-        eps_inference: float = 0.0,
         generator: torch.Generator | None = None,
+        **kwargs: Unpack[QLearningPolicyParams],
     ) -> None:
         require_at_least(
             2,
@@ -90,13 +89,7 @@ class IQNPolicy(QLearningPolicy):
             online_sample_size=online_sample_size,
             target_sample_size=target_sample_size,
         )
-        super().__init__(
-            model=model,
-            action_space=action_space,
-            observation_space=observation_space,
-            eps_training=eps_training,
-            eps_inference=eps_inference,
-        )
+        super().__init__(model=model, action_space=action_space, **kwargs)
         self.sample_size = sample_size
         self.online_sample_size = online_sample_size
         self.target_sample_size = target_sample_size

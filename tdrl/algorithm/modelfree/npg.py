@@ -34,13 +34,30 @@ import torch.nn.functional as F
 from tensordict import TensorDictBase
 from torch import nn
 from torch.distributions import Distribution, kl_divergence
+from typing_extensions import Required, Unpack
 
 from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.optim import OptimizerFactory
-from tdrl.algorithm.policy_gradient import ActorPolicy, OnPolicyAlgorithm
+from tdrl.algorithm.policy_gradient import ActorPolicy, OnPolicyAlgorithm, OnPolicyParams
 from tdrl.data.batch import Batch
 
-__all__ = ["NPG", "conjugate_gradients", "flat_grad", "set_flat_params"]
+__all__ = ["NPG", "NPGParams", "conjugate_gradients", "flat_grad", "set_flat_params"]
+
+
+class NPGParams(OnPolicyParams, total=False):
+    """:class:`NPG`'s keywords, for a subclass that passes them through unchanged
+    (``**kwargs: Unpack[NPGParams]``); see it for their meaning and defaults."""
+
+    policy: Required[ActorPolicy]
+    critic: Required[nn.Module]
+    optim: OptimizerFactory | float
+    optim_critic_iters: int
+    trust_region_size: float
+    advantage_normalization: bool
+    max_batchsize: int
+    damping: float
+    cg_iters: int
+    max_grad_norm: float | None
 
 
 def flat_grad(y: torch.Tensor, params: Sequence[torch.Tensor], **kwargs: Any) -> torch.Tensor:
@@ -142,27 +159,18 @@ class NPG(OnPolicyAlgorithm):
         optim_critic_iters: int = 5,
         trust_region_size: float = 0.5,
         advantage_normalization: bool = True,
-        gae_lambda: float = 0.95,
         max_batchsize: int = 256,
-        gamma: float = 0.99,
-        return_scaling: bool = False,
         damping: float = 0.1,
         cg_iters: int = 10,
         max_grad_norm: float | None = None,
+        **kwargs: Unpack[OnPolicyParams],
     ) -> None:
         require_at_least(1, optim_critic_iters=optim_critic_iters, cg_iters=cg_iters)
         if not trust_region_size > 0:
             raise ValueError(f"trust_region_size: expected a value > 0, got {trust_region_size}")
         if not damping >= 0:
             raise ValueError(f"damping: expected a value >= 0, got {damping}")
-        super().__init__(
-            policy=policy,
-            critic=critic,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            max_batchsize=max_batchsize,
-            return_scaling=return_scaling,
-        )
+        super().__init__(policy=policy, critic=critic, max_batchsize=max_batchsize, **kwargs)
         self.optim_critic_iters = optim_critic_iters
         self.trust_region_size = trust_region_size
         self.advantage_normalization = advantage_normalization

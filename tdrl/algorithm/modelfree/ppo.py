@@ -17,17 +17,33 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 from torch import nn
+from typing_extensions import Unpack
 
 from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy_gradient import (
     ActorPolicy,
     OnPolicyAlgorithm,
+    OnPolicyParams,
     ProbabilisticActorPolicy,
     default_dist_fn,
 )
-from tdrl.utils.net import ActorCritic
 
-__all__ = ["PPO", "ActorPolicy", "ProbabilisticActorPolicy", "default_dist_fn"]
+__all__ = ["PPO", "ActorPolicy", "PPOParams", "ProbabilisticActorPolicy", "default_dist_fn"]
+
+
+class PPOParams(OnPolicyParams, total=False):
+    """:class:`PPO`'s keywords besides ``policy``, ``critic`` and ``max_batchsize``, for a
+    subclass that passes them through unchanged (``**kwargs: Unpack[PPOParams]``)."""
+
+    optim: OptimizerFactory | float
+    eps_clip: float
+    dual_clip: float | None
+    value_clip: bool
+    advantage_normalization: bool
+    recompute_advantage: bool
+    vf_coef: float
+    ent_coef: float
+    max_grad_norm: float | None
 
 
 class PPO(OnPolicyAlgorithm):
@@ -64,32 +80,23 @@ class PPO(OnPolicyAlgorithm):
         vf_coef: float = 0.5,
         ent_coef: float = 0.01,
         max_grad_norm: float | None = None,
-        gae_lambda: float = 0.95,
-        gamma: float = 0.99,
         max_batchsize: int = 1024,
-        return_scaling: bool = False,
+        **kwargs: Unpack[OnPolicyParams],
     ) -> None:
         if dual_clip is not None and dual_clip <= 1.0:
             raise ValueError(f"dual_clip: expected a value > 1 or None, got {dual_clip}")
         super().__init__(
             policy=policy,
             critic=critic,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
             max_batchsize=max_batchsize,
-            return_scaling=return_scaling,
             recompute_advantage=recompute_advantage,
+            **kwargs,
         )
         self.eps_clip = eps_clip
         self.dual_clip = dual_clip
         self.value_clip = value_clip
         self.advantage_normalization = advantage_normalization
-        self.vf_coef = vf_coef
-        self.ent_coef = ent_coef
-        self.optim = self._create_optimizer(ActorCritic(policy.actor, critic), optim, max_grad_norm)
-        self._add_stage(
-            self.ppo_losses, (("loss_objective", "loss_critic", "loss_entropy"), self.optim)
-        )
+        self._add_joint_stage(self.ppo_losses, optim, max_grad_norm, vf_coef, ent_coef)
 
     def ppo_losses(self, td: TensorDictBase) -> dict[str, torch.Tensor]:
         """PPO's terms on a minibatch with ``obs, act, adv, returns, v_s, logp_old``.
@@ -122,12 +129,7 @@ class PPO(OnPolicyAlgorithm):
         with torch.no_grad():
             clip_frac = ((ratio - 1.0).abs() > self.eps_clip).float().mean()
             approx_kl = ((ratio - 1.0) - log_ratio).mean()
-        return {
-            "loss_objective": -clipped.mean(),
-            "loss_critic": self.vf_coef * vf_loss,
-            "loss_entropy": -self.ent_coef * entropy,
-            "vf_loss": vf_loss.detach(),
-            "entropy": entropy.detach(),
-            "clip_fraction": clip_frac,
-            "approx_kl": approx_kl,
-        }
+        terms = self.joint_terms(-clipped.mean(), vf_loss, entropy)
+        terms["clip_fraction"] = clip_frac
+        terms["approx_kl"] = approx_kl
+        return terms

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 from tensordict import TensorDictBase
+from typing_extensions import Unpack
 
 from tdrl.algorithm.checks import require_at_least, require_instance
 from tdrl.algorithm.distributional import (
@@ -37,8 +38,7 @@ from tdrl.algorithm.distributional import (
     taken_atoms,
 )
 from tdrl.algorithm.loss_keys import weighted_mean
-from tdrl.algorithm.optim import OptimizerFactory
-from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy
+from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningParams, QLearningPolicy
 
 __all__ = ["QRDQN", "QRDQNPolicy"]
 
@@ -96,28 +96,11 @@ class QRDQN(QLearningAlgorithm):
     taus: torch.Tensor
 
     def __init__(
-        self,
-        *,
-        policy: QRDQNPolicy,
-        optim: OptimizerFactory | float = 1e-3,
-        gamma: float = 0.99,
-        num_quantiles: int = 200,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
-        max_grad_norm: float | None = None,
+        self, *, policy: QRDQNPolicy, num_quantiles: int = 200, **kwargs: Unpack[QLearningParams]
     ) -> None:
         require_instance("policy", policy, QRDQNPolicy)
         require_at_least(2, num_quantiles=num_quantiles)
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            max_grad_norm=max_grad_norm,
-        )
+        super().__init__(policy=policy, **kwargs)
         self.num_quantiles = int(num_quantiles)
         self.register_buffer("taus", quantile_midpoints(self.num_quantiles), persistent=False)
 
@@ -167,13 +150,17 @@ class QRDQN(QLearningAlgorithm):
         priority."""
         n = self.num_quantiles
         pred = taken_atoms(self.policy, self.obs_of(td), self.act_of(td), n, "num_quantiles")
+        return {"loss_qvalue": self.quantile_loss(td, pred)}
+
+    def quantile_loss(self, td: TensorDictBase, pred: torch.Tensor) -> torch.Tensor:
+        """``mean(w * quantile Huber(pred, returns))`` for the taken action's quantiles
+        ``pred [B, N]``; sets ``td_error`` to the priority."""
         target = td["returns"].to(pred.dtype)
         if target.shape != pred.shape:
             raise ValueError(
-                f"returns: expected the target quantiles [B, {n}] (shape {tuple(pred.shape)}), "
-                f"got shape {tuple(target.shape)}"
+                f"returns: expected the target quantiles [B, {self.num_quantiles}] "
+                f"(shape {tuple(pred.shape)}), got shape {tuple(target.shape)}"
             )
         per = quantile_huber_loss(pred, target, self.taus)
         td.set("td_error", quantile_priority(pred, target))
-        weight = self.weights(td)
-        return {"loss_qvalue": weighted_mean(per, weight, cast=True)}
+        return weighted_mean(per, self.weights(td), cast=True)

@@ -34,9 +34,10 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+from typing_extensions import Unpack
 
 from tdrl.algorithm.modelfree.c51 import C51, C51Policy
-from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.qlearning import QLearningParams
 from tdrl.data.batch import Batch
 from tdrl.utils.noisy import resample_noise
 
@@ -122,26 +123,8 @@ class Rainbow(C51):
     True
     """
 
-    def __init__(
-        self,
-        *,
-        policy: C51Policy,
-        optim: OptimizerFactory | float = 1e-3,
-        gamma: float = 0.99,
-        n_step: int = 1,
-        target_update_freq: int = 0,
-        is_double: bool = True,
-        max_grad_norm: float | None = None,
-    ) -> None:
-        super().__init__(
-            policy=policy,
-            optim=optim,
-            gamma=gamma,
-            n_step=n_step,
-            target_update_freq=target_update_freq,
-            is_double=is_double,
-            max_grad_norm=max_grad_norm,
-        )
+    def __init__(self, *, policy: C51Policy, **kwargs: Unpack[QLearningParams]) -> None:
+        super().__init__(policy=policy, **kwargs)
         if self.model_old is not None:
             self.model_old.train(self.training)
             # right after the hard update of the weights: the noise buffers follow them

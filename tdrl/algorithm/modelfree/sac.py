@@ -20,12 +20,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.distributions import Independent, Normal
+from typing_extensions import Unpack
 
-from tdrl.algorithm.actor_critic import AutoAlpha, OffPolicyActorCritic, reinit_copy
-from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.actor_critic import AutoAlpha, SoftActorCritic, SoftActorCriticParams
 from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.data.batch import Batch
 
@@ -96,64 +95,19 @@ class SACPolicy(Policy):
         return out
 
 
-class SAC(OffPolicyActorCritic):
+class SAC(SoftActorCritic):
     """Soft Actor-Critic with twin critics, soft target updates and optional auto-alpha.
 
     :param policy: a :class:`SACPolicy`.
-    :param policy_optim: optimizer factory (or Adam lr) for the actor.
-    :param critic: ``(obs, act) -> Q`` (e.g. :class:`tdrl.utils.net.QCritic`).
-    :param critic_optim: optimizer factory (or Adam lr) for both critics.
-    :param critic2: the second critic (default: a re-initialized copy of ``critic``).
-    :param tau: soft target update rate.
-    :param gamma: discount factor.
-    :param alpha: a fixed entropy temperature, or an :class:`AutoAlpha`.
-    :param n_step: n-step return horizon.
+
+    The other parameters are :class:`~tdrl.algorithm.actor_critic.SoftActorCritic`'s
+    (``critic``: ``(obs, act) -> Q``, e.g. :class:`tdrl.utils.net.QCritic`; ``"auto"``
+    target entropy: ``-dim(A)``).
     """
 
-    critic1: nn.Module
-    critic1_params: TensorDictParams
-    target_critic1_params: TensorDictParams
-    critic2: nn.Module
-    critic2_params: TensorDictParams
-    target_critic2_params: TensorDictParams
-
-    def __init__(
-        self,
-        *,
-        policy: SACPolicy,
-        policy_optim: OptimizerFactory | float = 1e-3,
-        critic: nn.Module,
-        critic_optim: OptimizerFactory | float = 1e-3,
-        critic2: nn.Module | None = None,
-        tau: float = 0.005,
-        gamma: float = 0.99,
-        alpha: float | AutoAlpha = 0.2,
-        n_step: int = 1,
-    ) -> None:
-        super().__init__(
-            policy=policy,
-            policy_optim=policy_optim,
-            critics=[critic, critic2 if critic2 is not None else reinit_copy(critic)],
-            critic_optim=critic_optim,
-            tau=tau,
-            gamma=gamma,
-            n_step=n_step,
-        )
+    def __init__(self, *, policy: SACPolicy, **kwargs: Unpack[SoftActorCriticParams]) -> None:
+        super().__init__(policy=policy, **kwargs)
         self.policy: SACPolicy = policy
-        dim = float(np.prod(policy.action_space.shape))  # type: ignore[arg-type]
-        steps = self._init_temperature(alpha, auto_target_entropy=-dim)
-        self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
-        self._add_stage(self.actor_losses, *steps)
-
-    @property
-    def critic1_old(self) -> nn.Module:
-        """The first target critic."""
-        return self.critics_old[0]  # type: ignore[no-any-return]
-
-    @property
-    def critic2_old(self) -> nn.Module:
-        """The second target critic."""
-        return self.critics_old[1]  # type: ignore[no-any-return]
 
     def next_value(self, obs_next: Any) -> torch.Tensor:
         """``min_j Q'_j(s', a') - alpha log pi(a'|s')`` with ``a' ~ pi(s')``."""

@@ -29,16 +29,29 @@ from typing import Any
 
 import torch
 from torch import nn
+from typing_extensions import Required, TypedDict
 
-from tdrl.algorithm.actor_critic import (
-    ContinuousDeterministicPolicy,
-    DeterministicActorCritic,
-    reinit_copy,
-)
+from tdrl.algorithm.actor_critic import ContinuousDeterministicPolicy, DeterministicActorCritic
 from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.optim import OptimizerFactory
 
-__all__ = ["TD3", "ContinuousDeterministicPolicy"]
+__all__ = ["TD3", "ContinuousDeterministicPolicy", "TD3Params"]
+
+
+class TD3Params(TypedDict, total=False):
+    """:class:`TD3`'s keywords besides ``policy``, for a subclass that passes them through
+    unchanged (``**kwargs: Unpack[TD3Params]``); see it for their meaning and defaults."""
+
+    policy_optim: OptimizerFactory | float
+    critic: Required[nn.Module]
+    critic_optim: OptimizerFactory | float
+    critic2: nn.Module | None
+    tau: float
+    gamma: float
+    policy_noise: float
+    noise_clip: float
+    update_actor_freq: int
+    n_step: int
 
 
 class TD3(DeterministicActorCritic):
@@ -90,7 +103,7 @@ class TD3(DeterministicActorCritic):
         super().__init__(
             policy=policy,
             policy_optim=policy_optim,
-            critics=[critic, critic2 if critic2 is not None else reinit_copy(critic)],
+            critics=self.twin_critics(critic, critic2),
             critic_optim=critic_optim,
             tau=tau,
             gamma=gamma,
@@ -100,16 +113,6 @@ class TD3(DeterministicActorCritic):
         self.policy_noise = float(policy_noise)
         self.noise_clip = float(noise_clip)
         self.update_actor_freq = int(update_actor_freq)
-
-    @property
-    def critic1_old(self) -> nn.Module:
-        """The first target critic."""
-        return self.critics_old[0]  # type: ignore[no-any-return]
-
-    @property
-    def critic2_old(self) -> nn.Module:
-        """The second target critic."""
-        return self.critics_old[1]  # type: ignore[no-any-return]
 
     def target_action(self, obs_next: Any) -> torch.Tensor:
         """Target policy smoothing: ``pi'(s') + clip(policy_noise * N(0, I), -c, c)``.

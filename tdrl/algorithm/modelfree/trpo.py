@@ -23,13 +23,11 @@ from collections.abc import Callable, Sequence
 
 import torch
 from tensordict import TensorDictBase
-from torch import nn
 from torch.distributions import Distribution
+from typing_extensions import Unpack
 
 from tdrl.algorithm.checks import require_at_least
-from tdrl.algorithm.modelfree.npg import NPG, set_flat_params
-from tdrl.algorithm.optim import OptimizerFactory
-from tdrl.algorithm.policy_gradient import ActorPolicy
+from tdrl.algorithm.modelfree.npg import NPG, NPGParams, set_flat_params
 
 __all__ = ["TRPO"]
 
@@ -63,43 +61,17 @@ class TRPO(NPG):
     def __init__(
         self,
         *,
-        policy: ActorPolicy,
-        critic: nn.Module,
-        optim: OptimizerFactory | float = 1e-3,
         max_kl: float = 0.01,
         backtrack_coeff: float = 0.8,
         max_backtracks: int = 10,
-        optim_critic_iters: int = 5,
-        trust_region_size: float = 0.5,
-        advantage_normalization: bool = True,
-        gae_lambda: float = 0.95,
-        max_batchsize: int = 256,
-        gamma: float = 0.99,
-        return_scaling: bool = False,
-        damping: float = 0.1,
-        cg_iters: int = 10,
-        max_grad_norm: float | None = None,
+        **kwargs: Unpack[NPGParams],
     ) -> None:
         if not max_kl > 0:
             raise ValueError(f"max_kl: expected a value > 0, got {max_kl}")
         if not 0 < backtrack_coeff < 1:
             raise ValueError(f"backtrack_coeff: expected a value in (0, 1), got {backtrack_coeff}")
         require_at_least(1, max_backtracks=max_backtracks)
-        super().__init__(
-            policy=policy,
-            critic=critic,
-            optim=optim,
-            optim_critic_iters=optim_critic_iters,
-            trust_region_size=trust_region_size,
-            advantage_normalization=advantage_normalization,
-            gae_lambda=gae_lambda,
-            max_batchsize=max_batchsize,
-            gamma=gamma,
-            return_scaling=return_scaling,
-            damping=damping,
-            cg_iters=cg_iters,
-            max_grad_norm=max_grad_norm,
-        )
+        super().__init__(**kwargs)
         self.max_kl = max_kl
         self.backtrack_coeff = backtrack_coeff
         self.max_backtracks = max_backtracks
