@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tdrl.cli import main as cli_main
 from tdrl.cli import gather as gather_mod
+from tdrl.cli import main as cli_main
 from tdrl.data.datasets import describe, load_dataset
 
 
