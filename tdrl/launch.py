@@ -11,43 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from tdrl.env.normobs import NormObsDummyVectorEnv
-from tdrl.experiment.build import (
-    TRAINERS,
-    build_experiment,
-    check_device,
-    make_buffer,
-    make_envs,
-    make_train_fn,
-    run_experiment,
-    seed_everything,
-    warmup_steps,
-)
-from tdrl.experiment.config import LOGGERS, ExperimentConfig, parse_overrides, run_options
-from tdrl.experiment.run import CURVE_KEY, Experiment
-from tdrl.experiment.rundir import resolve_run_dir, run_dirs
+from tdrl.experiment import *  # noqa: F403  (the configuration, building and running)
+from tdrl.experiment import __all__ as _experiment_names
+from tdrl.experiment.build import TRAINERS
 from tdrl.utils.logger import make_logger
 
-__all__ = [
-    "CURVE_KEY",
-    "LOGGERS",
-    "TRAINERS",
-    "Experiment",
-    "ExperimentConfig",
-    "NormObsDummyVectorEnv",
-    "build_experiment",
-    "check_device",
-    "make_buffer",
-    "make_envs",
-    "make_logger",
-    "make_train_fn",
-    "parse_overrides",
-    "resolve_run_dir",
-    "run_dirs",
-    "run_experiment",
-    "run_options",
-    "seed_everything",
-    "warmup_steps",
-]
+__all__ = [*_experiment_names, "NormObsDummyVectorEnv", "TRAINERS", "make_logger"]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,61 +13,25 @@ and the DQN, PPO and SAC presets from :mod:`tdrl.presets.dqn`, :mod:`tdrl.preset
 
 from __future__ import annotations
 
-from tdrl.errors import PresetError
-from tdrl.presets.dqn import DQNPreset
-from tdrl.presets.ppo import PPOPreset
-from tdrl.presets.registry import _REGISTRY as _REGISTRY
-from tdrl.presets.registry import _RULES as _RULES
-from tdrl.presets.registry import _TASK_REGISTRY as _TASK_REGISTRY
-from tdrl.presets.registry import (
-    FAMILIES,
-    MAX_ENVS,
-    STOP_THRESHOLDS,
-    ActionSpace,
-    Entry,
-    Preset,
-    Trainer,
-    algorithms,
-    check_dataset,
-    default_task,
-    entry,
-    families,
-    field_kinds,
-    field_text,
-    preset,
-    register,
-    run_name,
-    stop_threshold,
-    task_family,
-    task_threshold,
+from tdrl.presets import registry as _registry
+from tdrl.presets.registry import *  # noqa: F403  (its whole public API)
+from tdrl.presets.registry import (  # the private tables and helpers old tests patch
+    _REGISTRY,
+    _RULES,
+    _TASK_REGISTRY,
+    _discover,
+    _import,
 )
-from tdrl.presets.registry import _discover as _discover
-from tdrl.presets.registry import _import as _import
-from tdrl.presets.sac import SACPreset
 
-__all__ = [
-    "FAMILIES",
-    "MAX_ENVS",
-    "STOP_THRESHOLDS",
-    "ActionSpace",
-    "DQNPreset",
-    "Entry",
-    "PPOPreset",
-    "Preset",
-    "PresetError",
-    "SACPreset",
-    "Trainer",
-    "algorithms",
-    "check_dataset",
-    "default_task",
-    "entry",
-    "families",
-    "field_kinds",
-    "field_text",
-    "preset",
-    "register",
-    "run_name",
-    "stop_threshold",
-    "task_family",
-    "task_threshold",
-]
+__all__ = sorted(
+    {
+        *_registry.__all__,
+        "ActionSpace",
+        "DQNPreset",
+        "PPOPreset",
+        "PresetError",
+        "SACPreset",
+        "Trainer",
+    }
+)
+_ALIASED = (_REGISTRY, _RULES, _TASK_REGISTRY, _discover, _import)

@@ -45,6 +45,7 @@ __all__ = [
     "field_error",
     "field_flags",
     "is_user_error",
+    "positive_int",
     "seed_type",
 ]
 
@@ -81,6 +82,17 @@ def seed_type(text: str) -> int:
         ) from None
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"expected an int in [0, {MAX_SEED}], got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type`` of a count: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
     return value
 
 

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn
+from typing import Any
+
+from tdrl.cli.args import ArgumentParser, positive_int
 
 __all__ = ["TO_THRESHOLD", "build_parser", "main", "parse_args"]
 
@@ -32,28 +34,11 @@ TO_THRESHOLD = "--to-threshold"
 """First flag of the seed sweep to a threshold (:mod:`tdrl.benchmark.seed_sweep`)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line on stderr and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _csv(text: str) -> list[str]:
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
         raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
     return items
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
-    return value
 
 
 def _action_space(task: str) -> str:
@@ -72,7 +57,7 @@ def _action_space(task: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``tdrl bench``."""
-    p = _Parser(
+    p = ArgumentParser(
         prog="tdrl bench",
         description="Train every algorithm x task x seed with its preset (never stopping "
         "early), resumably, then write OUT/report.md and OUT/curves.png.",
@@ -81,8 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--algos", type=_csv, required=True, help="comma-separated: sac,td3,ppo")
     p.add_argument("--tasks", type=_csv, required=True, help="comma-separated gymnasium ids")
-    p.add_argument("--seeds", type=_positive, default=3, help="how many seeds: 3 = 0, 1, 2")
-    p.add_argument("--env-steps", type=_positive, required=True, help="training env steps per run")
+    p.add_argument("--seeds", type=positive_int, default=3, help="how many seeds: 3 = 0, 1, 2")
+    p.add_argument(
+        "--env-steps", type=positive_int, required=True, help="training env steps per run"
+    )
     p.add_argument("--out", required=True, help="the sweep's directory")
     p.add_argument(
         "--logger",
@@ -91,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="beside the CSV (W&B: offline unless an account is configured)",
     )
     p.add_argument(
-        "--workers", type=_positive, default=None, help="runs at a time (default: cores)"
+        "--workers", type=positive_int, default=None, help="runs at a time (default: cores)"
     )
     p.add_argument(
         "--backend",
@@ -107,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a preset field in every run, e.g. --set test_num=5 (repeatable)",
     )
     p.add_argument("--wandb-project", default="tdrl-bench", help="W&B project")
-    p.add_argument("--last-k", type=_positive, default=5, help="last tests pooled in the IQM")
+    p.add_argument("--last-k", type=positive_int, default=5, help="last tests pooled in the IQM")
     p.add_argument(
         "--keep-checkpoints", action="store_true", help="keep finished runs' checkpoints"
     )

@@ -19,35 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tdrl.cli.args import ArgumentParser, is_user_error
+from tdrl.cli.args import ArgumentParser, is_user_error, positive_int, seed_type
 from tdrl.errors import UsageError
-from tdrl.experiment.config import MAX_SEED
 
 __all__ = ["evaluate", "main"]
-
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}")
-    return value
-
-
-def _seed(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"expected an int in [0, {MAX_SEED}], got {text!r}")
-    return value
 
 
 def _has_display() -> bool:
@@ -160,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         "noise) and print its mean return.",
     )
     parser.add_argument("run_dir", help="a run directory of tdrl train (config.yaml, policy.pt)")
-    parser.add_argument("--episodes", type=_positive, default=10, help="episodes (default 10)")
-    parser.add_argument("--seed", type=_seed, default=0, help="env seed (default 0)")
+    parser.add_argument("--episodes", type=positive_int, default=10, help="episodes (default 10)")
+    parser.add_argument("--seed", type=seed_type, default=0, help="env seed (default 0)")
     parser.add_argument("--render", action="store_true", help="show the episodes in a window")
     parser.add_argument("--video", default=None, metavar="OUT_DIR", help="write MP4s there")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")

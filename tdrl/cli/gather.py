@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
 
+from tdrl.cli.args import positive_int
 from tdrl.errors import PresetError
 
 __all__ = ["DEFAULT_STEPS", "GatherError", "gather", "main", "parse_args"]
@@ -50,16 +51,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"tdrl gather: {message}\n")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {value}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="tdrl gather",
@@ -69,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("expert", help="an online algorithm with a preset for TASK (e.g. sac, dqn)")
     p.add_argument("task", help="gymnasium id (e.g. Pendulum-v1, CartPole-v1)")
     p.add_argument("--out", default=None, metavar="FILE.hdf5", help="default: EXPERT-TASK.hdf5")
-    p.add_argument("--steps", type=_positive, default=DEFAULT_STEPS, metavar="N")
+    p.add_argument("--steps", type=positive_int, default=DEFAULT_STEPS, metavar="N")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
     return p

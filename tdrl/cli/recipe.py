@@ -10,14 +10,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from tdrl.cli.args import (
-    ArgumentParser,
-    add_preset_flags,
-    add_run_flags,
-    fail,
-    field_error,
-    given_fields,
-)
+from tdrl.cli import args as flags
 from tdrl.errors import PresetError
 from tdrl.experiment.config import LOGGERS
 from tdrl.presets import registry
@@ -54,9 +47,11 @@ def parse_recipe_args(
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--task", default=task)
     chosen = pre.parse_known_args(argv)[0].task
-    parser = ArgumentParser(description=description, formatter_class=argparse.RawTextHelpFormatter)
+    parser = flags.ArgumentParser(
+        description=description, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--task", default=task, help=f"gymnasium id (default {task})")
-    add_run_flags(parser, only=("seed", "logdir", "no_progress"))
+    flags.add_run_flags(parser, only=("seed", "logdir", "no_progress"))
     parser.add_argument(
         "--logger",
         choices=loggers,
@@ -74,11 +69,11 @@ def parse_recipe_args(
     try:
         base = registry.preset(algo, chosen)
     except PresetError as exc:
-        fail(parser.prog, f"argument --task: {str(exc).splitlines()[0]}")
-    add_preset_flags(parser, base)  # --lr, --gamma, --hidden-sizes ...
+        flags.fail(parser.prog, f"argument --task: {str(exc).splitlines()[0]}")
+    flags.add_preset_flags(parser, base)  # --lr, --gamma, --hidden-sizes ...
     args = parser.parse_args(argv)
-    fields, source = given_fields(args)
+    fields, source = flags.given_fields(args)
     try:
         return args, registry.preset(algo, args.task, **fields)
     except PresetError as exc:
-        fail(parser.prog, str(field_error(exc, source)))
+        flags.fail(parser.prog, str(flags.field_error(exc, source)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from tdrl.cli.bench import _Parser, _positive
+from tdrl.cli.args import ArgumentParser, positive_int
 
 __all__ = ["main"]
 
@@ -27,13 +27,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--seed-table"]:
         return _seed_table(argv[1:])
-    parser = _Parser(
+    parser = ArgumentParser(
         prog="tdrl report",
         description="Write DIR/report.md and DIR/curves.png from a benchmark directory.",
     )
     parser.add_argument("dir", help="the benchmark directory (tdrl bench --out)")
     parser.add_argument("--peer", action="append", default=[], help="another library's runs")
-    parser.add_argument("--last-k", type=_positive, default=5, help="last tests pooled in the IQM")
+    parser.add_argument(
+        "--last-k", type=positive_int, default=5, help="last tests pooled in the IQM"
+    )
     parser.add_argument("--title", default="Benchmark report")
     args = parser.parse_args(argv)
     from tdrl.benchmark.report import write_report
@@ -51,7 +53,9 @@ def _seed_table(argv: list[str]) -> int:
     """``tdrl report --seed-table [FILE]``: print the seed sweep's Markdown table."""
     from tdrl.benchmark.seed_sweep import DEFAULT_OUT, load_records, seed_table
 
-    parser = _Parser(prog="tdrl report --seed-table", description="Print a seed sweep's table.")
+    parser = ArgumentParser(
+        prog="tdrl report --seed-table", description="Print a seed sweep's table."
+    )
     parser.add_argument("file", nargs="?", default=str(DEFAULT_OUT), help="its results.jsonl")
     args = parser.parse_args(argv)
     records = load_records(args.file)

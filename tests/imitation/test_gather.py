@@ -18,8 +18,8 @@ from tdrl.data.datasets import describe, load_dataset
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["dqn", "CartPole-v1", "--steps", "0"], "--steps: expected a positive int, got 0"),
-        (["dqn", "CartPole-v1", "--steps", "x"], "--steps: expected a positive int, got 'x'"),
+        (["dqn", "CartPole-v1", "--steps", "0"], "--steps: expected an int >= 1, got 0"),
+        (["dqn", "CartPole-v1", "--steps", "x"], "--steps: expected an int >= 1, got 'x'"),
         (["dqn"], "the following arguments are required: task"),
         (["nope", "CartPole-v1"], "algorithm: expected one of"),
         (["dqn", "Pendulum-v1"], "dqn handles discrete action spaces, got Box actions"),
