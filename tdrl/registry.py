@@ -13,25 +13,23 @@ and the DQN, PPO and SAC presets from :mod:`tdrl.presets.dqn`, :mod:`tdrl.preset
 
 from __future__ import annotations
 
+from tdrl.errors import PresetError  # noqa: F401  (re-exported)
 from tdrl.presets import registry as _registry
+from tdrl.presets.dqn import DQNPreset
+from tdrl.presets.ppo import PPOPreset
 from tdrl.presets.registry import *  # noqa: F403  (its whole public API)
 from tdrl.presets.registry import (  # the private tables and helpers old tests patch
     _REGISTRY,
     _RULES,
     _TASK_REGISTRY,
+    ActionSpace,
+    Trainer,
     _discover,
     _import,
 )
+from tdrl.presets.sac import SACPreset
 
+_ALIASED = (_REGISTRY, _RULES, _TASK_REGISTRY, _discover, _import, ActionSpace, Trainer)
 __all__ = sorted(
-    {
-        *_registry.__all__,
-        "ActionSpace",
-        "DQNPreset",
-        "PPOPreset",
-        "PresetError",
-        "SACPreset",
-        "Trainer",
-    }
+    {*_registry.__all__, DQNPreset.__name__, PPOPreset.__name__, SACPreset.__name__, "PresetError"}
 )
-_ALIASED = (_REGISTRY, _RULES, _TASK_REGISTRY, _discover, _import)
