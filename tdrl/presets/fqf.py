@@ -72,7 +72,7 @@ def fqf_learner(p: Any, model: Any, fraction_model: Any, action_space: Any, eps:
     latter trained by RMSprop ``p.fraction_lr`` (shared with the Atari preset)."""
     import torch
 
-    from tdrl.algorithm.base import OptimizerFactory
+    from tdrl.algorithm.optim import OptimizerFactory
     from tdrl.algorithm.modelfree.fqf import FQF, FQFPolicy
 
     return common.q_learner(

@@ -27,7 +27,7 @@ from tdrl.errors import PresetError
 from tdrl.presets.registry import Preset
 
 if TYPE_CHECKING:
-    from tdrl.algorithm.base import Algorithm
+    from tdrl.algorithm.algorithm_base import Algorithm
 
 __all__ = ["ICM_PRESETS", "ICMPreset", "apply_icm"]
 

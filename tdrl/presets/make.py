@@ -23,7 +23,7 @@ from tdrl.errors import PresetError
 from tdrl.presets.registry import Preset
 
 if TYPE_CHECKING:
-    from tdrl.algorithm.base import Algorithm
+    from tdrl.algorithm.algorithm_base import Algorithm
 
 __all__ = ["check_action_space", "make_algorithm"]
 

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     import gymnasium as gym
     import torch
 
-    from tdrl.algorithm.base import OptimizerFactory
+    from tdrl.algorithm.optim import OptimizerFactory
     from tdrl.algorithm.modelfree.a2c import A2C
     from tdrl.algorithm.modelfree.npg import NPG
     from tdrl.algorithm.modelfree.ppo import PPO
@@ -259,7 +259,7 @@ def build_reinforce(
     p: ReinforceMujocoPreset, observation_space: gym.Space, action_space: gym.Space
 ) -> Reinforce:
     """REINFORCE as ``mujoco_reinforce.py``: actor only, Adam with the linear decay."""
-    from tdrl.algorithm.base import AdamOptimizerFactory
+    from tdrl.algorithm.optim import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.reinforce import Reinforce
 
     policy, _ = mujoco_actor_critic(p, observation_space, action_space, critic=False)
@@ -275,7 +275,7 @@ def build_a2c(p: A2CMujocoPreset, observation_space: gym.Space, action_space: gy
     """A2C as ``mujoco_a2c.py``: RMSprop (alpha 0.99, eps 1e-5) with the linear decay."""
     import torch
 
-    from tdrl.algorithm.base import OptimizerFactory
+    from tdrl.algorithm.optim import OptimizerFactory
     from tdrl.algorithm.modelfree.a2c import A2C
 
     rmsprop = OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5, alpha=0.99)
@@ -284,7 +284,7 @@ def build_a2c(p: A2CMujocoPreset, observation_space: gym.Space, action_space: gy
 
 def build_ppo(p: PPOMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> PPO:
     """PPO as ``mujoco_ppo.py``: one Adam (linear decay) for actor and critic."""
-    from tdrl.algorithm.base import AdamOptimizerFactory
+    from tdrl.algorithm.optim import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.ppo import PPO
 
     adam = AdamOptimizerFactory(lr=p.lr)
@@ -293,7 +293,7 @@ def build_ppo(p: PPOMujocoPreset, observation_space: gym.Space, action_space: gy
 
 def build_npg(p: NPGMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> NPG:
     """NPG as ``mujoco_npg.py``: the critic's Adam with the linear decay."""
-    from tdrl.algorithm.base import AdamOptimizerFactory
+    from tdrl.algorithm.optim import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.npg import NPG
 
     adam = AdamOptimizerFactory(lr=p.lr)
@@ -302,7 +302,7 @@ def build_npg(p: NPGMujocoPreset, observation_space: gym.Space, action_space: gy
 
 def build_trpo(p: TRPOMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> TRPO:
     """TRPO as ``mujoco_trpo.py``: the critic's Adam with the linear decay."""
-    from tdrl.algorithm.base import AdamOptimizerFactory
+    from tdrl.algorithm.optim import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.trpo import TRPO
 
     adam = AdamOptimizerFactory(lr=p.lr)
