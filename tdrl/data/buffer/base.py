@@ -30,6 +30,18 @@ from tdrl.data.buffer.storage import DONE, EpisodeStorage
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
+def draw_indices(all_idx: np.ndarray, batch_size: int | None, rng: torch.Generator) -> np.ndarray:
+    """Sample from the valid indices ``all_idx``: all of them in order (``batch_size == 0``),
+    all of them shuffled (``None``), or ``batch_size`` drawn with replacement."""
+    if batch_size == 0:
+        return all_idx
+    if batch_size is None:
+        return all_idx[torch.randperm(len(all_idx), generator=rng).numpy()]
+    if len(all_idx) == 0:
+        raise ValueError("cannot sample: expected available indices, got none")
+    return all_idx[torch.randint(len(all_idx), (batch_size,), generator=rng).numpy()]
+
+
 class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
     """Circular replay buffer that tracks episodes, with Tianshou's API.
 
@@ -198,14 +210,7 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
             for _ in range(self.stack_num - 2):
                 prev = st.prev(prev)
             all_idx = all_idx[prev != st.prev(prev)]
-            if batch_size == 0:
-                return all_idx
-            if batch_size is None:
-                return all_idx[torch.randperm(len(all_idx), generator=self._rng).numpy()]
-            if len(all_idx) == 0:
-                raise ValueError("cannot sample: expected available indices, got none")
-            pick = torch.randint(len(all_idx), (batch_size,), generator=self._rng).numpy()
-            return all_idx[pick]
+            return draw_indices(all_idx, batch_size, self._rng)
         if batch_size == 0:
             return st.valid_indices()
         if batch_size is None:

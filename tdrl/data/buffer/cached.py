@@ -23,7 +23,7 @@ from torchrl.data import ReplayBuffer as TorchRLReplayBuffer
 
 from tdrl.data.batch import Batch
 from tdrl.data.buffer import persist
-from tdrl.data.buffer.base import ReplayBuffer
+from tdrl.data.buffer.base import ReplayBuffer, draw_indices
 from tdrl.data.buffer.cached_storage import (
     WRITE_HINT,
     CachedSampler,
@@ -308,13 +308,7 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
                     self.cache.sample_indices(0) + self._offset,
                 ]
             ).astype(np.int64)
-            if batch_size == 0:
-                return all_idx
-            if batch_size is None:
-                return all_idx[torch.randperm(len(all_idx), generator=self._rng).numpy()]
-            if len(all_idx) == 0:
-                raise ValueError("cannot sample: expected available indices, got none")
-            return all_idx[torch.randint(len(all_idx), (batch_size,), generator=self._rng).numpy()]
+            return draw_indices(all_idx, batch_size, self._rng)
         idx, _ = self._sampler.sample(self._storage, int(batch_size))
         return idx.numpy()
 
