@@ -425,3 +425,53 @@ def test_discovery_skips_the_infrastructure_modules() -> None:
     names = {m.name for m in pkgutil.iter_modules(tdrl.presets.__path__)}
     assert names >= registry.INFRASTRUCTURE
     assert {"dqn", "ppo", "sac", "mujoco", "atari"} <= names - registry.INFRASTRUCTURE
+
+
+# Each preset's own range rules (these were the modules' doctest examples): the exact
+# one-line message of a ``replace`` with a bad value.
+PRESET_RULES = [
+    ("a2c", "CartPole-v1", "vf_coef", -1.0, "a2c preset field 'vf_coef': expected a float >= 0, got -1.0"),  # noqa: E501
+    ("dqn", "PongNoFrameskip-v4", "eps_decay_steps", 0, "dqn preset field 'eps_decay_steps': expected an int >= 1, got 0"),  # noqa: E501
+    ("bc", "Pendulum-v1", "output", "scores", "bc preset field 'output': expected a str in ('logits', 'probs'), got 'scores'"),  # noqa: E501
+    ("bcq", "Pendulum-v1", "lmbda", 1.5, "bcq preset field 'lmbda': expected a float in [0, 1], got 1.5"),  # noqa: E501
+    ("bdqn", "Pendulum-v1", "action_bins", 1, "bdqn preset field 'action_bins': expected an int >= 2, got 1"),  # noqa: E501
+    ("c51", "CartPole-v1", "v_max", -20.0, "c51 preset field 'v_max': expected a float > v_min = -10.0, got -20.0"),  # noqa: E501
+    ("cql", "Pendulum-v1", "temperature", 0.0, "cql preset field 'temperature': expected a float > 0, got 0.0"),  # noqa: E501
+    ("ddpg", "Pendulum-v1", "exploration_noise", "uniform", "ddpg preset field 'exploration_noise': expected a str 'gaussian' or 'ou', got 'uniform'"),  # noqa: E501
+    ("discrete_bcq", "CartPole-v1", "unlikely_action_threshold", 1.0, "discrete_bcq preset field 'unlikely_action_threshold': expected a float in [0, 1), got 1.0"),  # noqa: E501
+    ("discrete_cql", "CartPole-v1", "num_quantiles", 1, "discrete_cql preset field 'num_quantiles': expected an int >= 2, got 1"),  # noqa: E501
+    ("discrete_crr", "CartPole-v1", "policy_improvement_mode", "max", "discrete_crr preset field 'policy_improvement_mode': expected a str in ('exp', 'binary', 'all'), got 'max'"),  # noqa: E501
+    ("discrete_sac", "CartPole-v1", "n_step", 0, "discrete_sac preset field 'n_step': expected an int > 0, got 0"),  # noqa: E501
+    ("dqn", "CartPole-v1", "n_step", 0, "dqn preset field 'n_step': expected an int > 0, got 0"),
+    ("drqn", "CartPole-v1", "stack_num", 0, "drqn preset field 'stack_num': expected an int >= 1, got 0"),  # noqa: E501
+    ("fqf", "CartPole-v1", "num_fractions", 1, "fqf preset field 'num_fractions': expected an int >= 2, got 1"),  # noqa: E501
+    ("gail", "Pendulum-v1", "disc_update_num", 0, "gail preset field 'disc_update_num': expected an int > 0, got 0"),  # noqa: E501
+    ("icm", "ppo", "forward_loss_weight", 1.5, "icm preset field 'forward_loss_weight': expected a float in [0, 1], got 1.5"),  # noqa: E501
+    ("iql", "Pendulum-v1", "expectile", 1.0, "iql preset field 'expectile': expected a float in (0, 1), got 1.0"),  # noqa: E501
+    ("iqn", "CartPole-v1", "online_sample_size", 1, "iqn preset field 'online_sample_size': expected an int >= 2, got 1"),  # noqa: E501
+    ("npg", "Pendulum-v1", "optim_critic_iters", 0, "npg preset field 'optim_critic_iters': expected an int > 0, got 0"),  # noqa: E501
+    ("ppo", "Pendulum-v1", "dual_clip", 0.5, "ppo preset field 'dual_clip': expected a float or None > 1, got 0.5"),  # noqa: E501
+    ("psrl", "tdrl/NChain-v0", "rew_std_prior", 0.0, "psrl preset field 'rew_std_prior': expected a float > 0, got 0.0"),  # noqa: E501
+    ("qrdqn", "CartPole-v1", "num_quantiles", 1, "qrdqn preset field 'num_quantiles': expected an int >= 2, got 1"),  # noqa: E501
+    ("rainbow", "CartPole-v1", "v_max", -20.0, "rainbow preset field 'v_max': expected a float > v_min = -10.0, got -20.0"),  # noqa: E501
+    ("redq", "Pendulum-v1", "subset_size", 5, "redq preset field 'subset_size': expected an int in [1, ensemble_size=4], got 5"),  # noqa: E501
+    ("reinforce", "CartPole-v1", "step_per_collect", 100, "reinforce preset fields 'step_per_collect' and 'episode_per_collect': expected exactly one of them set, got 100 and 8"),  # noqa: E501
+    ("td3", "Pendulum-v1", "update_actor_freq", 0, "td3 preset field 'update_actor_freq': expected an int >= 1, got 0"),  # noqa: E501
+    ("td3_bc", "Pendulum-v1", "alpha", 0.0, "td3_bc preset field 'alpha': expected a float > 0, got 0.0"),  # noqa: E501
+    ("trpo", "Pendulum-v1", "backtrack_coeff", 1.5, "trpo preset field 'backtrack_coeff': expected a float in (0, 1), got 1.5"),  # noqa: E501
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("algo", "task", "field", "bad", "message"), PRESET_RULES)
+def test_each_presets_own_rules_name_field_expectation_and_value(
+    algo: str, task: str, field: str, bad: object, message: str
+) -> None:
+    if algo == "icm":  # the ICM presets sit beside the algorithms' (key: the base algorithm)
+        from tdrl.presets.icm import ICM_PRESETS
+
+        p = ICM_PRESETS[task]
+    else:
+        p = registry.preset(algo, task)
+    with pytest.raises(PresetError) as exc:
+        p.replace(**{field: bad})
+    assert _message(exc) == message

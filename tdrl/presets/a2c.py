@@ -15,10 +15,6 @@ unfinished episodes, 4 minibatches of 128 per collect, Adam 2e-3, gamma 0.99, GA
 >>> p = registry.preset("a2c", "CartPole-v1")
 >>> p.gamma, p.threshold, registry.entry("a2c", "CartPole-v1").trainer
 (0.99, 195.0, 'onpolicy')
->>> p.replace(vf_coef=-1.0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: a2c preset field 'vf_coef': expected a float >= 0, got -1.0
 """
 
 from __future__ import annotations

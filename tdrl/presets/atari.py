@@ -36,10 +36,6 @@ What a launcher should do with the fields beyond the network and the algorithm:
 ('PongNoFrameskip-v4', 0.0001, 3, 500, 100000, 4)
 >>> AtariFQFPreset().lr, AtariRainbowPreset().lr, AtariRainbowPreset().alpha
 (5e-05, 6.25e-05, 0.5)
->>> p.replace(eps_decay_steps=0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: dqn preset field 'eps_decay_steps': expected an int >= 1, got 0
 """
 
 from __future__ import annotations
