@@ -51,7 +51,7 @@ class GAIL(PPO):
     :param expert_buffer: a replay buffer of expert transitions (``obs``, ``act``), e.g.
         one loaded by :func:`tdrl.data.datasets.load_dataset`.
     :param disc_net: ``[obs, act] -> logit [B, 1]`` (no final activation).
-    :param optim: optimizer factory (or Adam learning rate) for actor + critic.
+    ``optim`` (a keyword passed on): optimizer factory (or Adam learning rate) for actor + critic.
     :param disc_optim: optimizer factory (or Adam learning rate) for the discriminator.
     :param disc_update_num: discriminator steps per update (chunks of the rollout).
 

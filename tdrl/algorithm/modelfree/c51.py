@@ -74,7 +74,7 @@ class C51Policy(QLearningPolicy):
     :param num_atoms: atoms of the support, ``>= 2``.
     :param v_min: the smallest atom.
     :param v_max: the largest atom, ``> v_min``.
-    :param eps_training: / :param eps_inference: see :class:`QLearningPolicy`.
+    ``eps_training`` / ``eps_inference`` (keywords passed on): see :class:`QLearningPolicy`.
 
     >>> from tdrl.algorithm.policy import make_batch
     >>> from tdrl.utils.net_distributional import DistributionalQNet

@@ -101,7 +101,7 @@ class FQFPolicy(QLearningPolicy):
     :param fraction_model: a :class:`~tdrl.utils.net_quantile.FractionProposalNetwork`
         over the model's features (``embedding_dim = model.feature_dim``).
     :param action_space: a ``Discrete`` space.
-    :param eps_training: / :param eps_inference: epsilon-greedy exploration, as
+    ``eps_training`` / ``eps_inference`` (keywords passed on): epsilon-greedy exploration, as
         :class:`~tdrl.algorithm.qlearning.QLearningPolicy`.
 
     >>> from tdrl.algorithm.policy import make_batch
@@ -155,11 +155,11 @@ class FQF(QuantileQLearningAlgorithm):
     minimize the 1-Wasserstein error of the resulting staircase.
 
     :param policy: an :class:`FQFPolicy`.
-    :param optim: optimizer factory (or Adam learning rate) of the quantile function.
+    ``optim`` (a keyword passed on): optimizer factory (or Adam learning rate) of the quantile function.
     :param fraction_optim: optimizer factory (or Adam learning rate) of the fraction
         proposal network (default: RMSprop with the paper's ``lr = 2.5e-9``).
     :param ent_coef: weight of the entropy bonus of the proposed fractions (``>= 0``).
-    :param is_double: pick the bootstrap action with the online nets (as Tianshou's FQF
+    ``is_double`` (a keyword passed on): pick the bootstrap action with the online nets (as Tianshou's FQF
         does whenever there is a target net); ``False``: with the target net's own values.
 
     The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`'s. The

@@ -60,7 +60,7 @@ class IQNPolicy(QLearningPolicy):
     :param target_sample_size: fractions per sample for the target quantiles.
     :param generator: the ``torch.Generator`` fractions are drawn from (on the model's
         device); ``None``: torch's global generator.
-    :param eps_training: / :param eps_inference: epsilon-greedy exploration, as
+    ``eps_training`` / ``eps_inference`` (keywords passed on): epsilon-greedy exploration, as
         :class:`~tdrl.algorithm.qlearning.QLearningPolicy`.
 
     >>> from tdrl.algorithm.policy import make_batch
