@@ -17,11 +17,6 @@ task (-250, 195) still stops a run early when a test reaches it.
 >>> p = BCPreset()
 >>> p.task, p.threshold, p.batch_size
 ('Pendulum-v1', -400.0, 256)
->>> p.replace(output="scores")
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: bc preset field 'output': expected a str in ('logits', 'probs'), \
-got 'scores'
 """
 
 from __future__ import annotations

@@ -15,10 +15,6 @@ own threshold for its task wins over the task's online one (-250).
 >>> p = BCQPreset()
 >>> p.task, p.threshold, p.lmbda, p.phi
 ('Pendulum-v1', -400.0, 0.75, 0.05)
->>> p.replace(lmbda=1.5)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: bcq preset field 'lmbda': expected a float in [0, 1], got 1.5
 """
 
 from __future__ import annotations
@@ -27,13 +23,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.presets import common
-from tdrl.presets.common import AT_LEAST_1, NONNEG, POSITIVE, UNIT, OfflineFields, Rules
+from tdrl.presets.common import AT_LEAST_1, NONNEG, POSITIVE, UNIT, OfflineActorCriticFields, Rules
 
 __all__ = ["BCQPreset", "build"]
 
 
 @dataclass(frozen=True)
-class BCQPreset(OfflineFields):
+class BCQPreset(OfflineActorCriticFields):
     """BCQ hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``hidden_sizes`` are the perturbation actor's and the critics' layers,
@@ -55,16 +51,11 @@ class BCQPreset(OfflineFields):
         **dict.fromkeys(("latent_dim", "num_sampled_action", "forward_sampled_times"), AT_LEAST_1),
     }
 
-    task: str = "Pendulum-v1"
     threshold: float | None = -400.0
     hidden_sizes: tuple[int, ...] = (64,)
     vae_hidden_sizes: tuple[int, ...] = (32, 32)
     latent_dim: int | None = None
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
     vae_lr: float = 1e-3
-    gamma: float = 0.99
-    tau: float = 0.005
     lmbda: float = 0.75
     phi: float = 0.05
     num_sampled_action: int = 10

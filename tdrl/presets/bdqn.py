@@ -18,10 +18,6 @@ needs no wrapper (the values are those of :class:`tdrl.env.discretize.Discretize
 >>> p = BDQNPreset()
 >>> p.action_bins, p.common_hidden_sizes
 (40, (64, 64))
->>> p.replace(action_bins=1)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: bdqn preset field 'action_bins': expected an int >= 2, got 1
 """
 
 from __future__ import annotations

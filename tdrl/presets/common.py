@@ -33,8 +33,10 @@ __all__ = [
     "NONNEG",
     "POSITIVE",
     "UNIT",
+    "DiscreteOfflineFields",
     "EpisodeCollectFields",
     "OffPolicyFields",
+    "OfflineActorCriticFields",
     "OfflineFields",
     "OnPolicyFields",
     "QLearningFields",
@@ -351,3 +353,31 @@ class OfflineFields(Preset):
     max_epochs: int = 20
     step_per_epoch: int = 500
     batch_size: int = 256
+
+
+@dataclass(frozen=True)
+class DiscreteOfflineFields(OfflineFields):
+    """:class:`OfflineFields` plus the discrete offline presets' shared fields, with Discrete
+    BCQ's defaults (CartPole-v1): Adam ``lr``, ``gamma``, a target sync every
+    ``target_update_freq`` gradient steps, 20 test episodes."""
+
+    task: str = "CartPole-v1"
+    hidden_sizes: tuple[int, ...] = (64, 64, 64)
+    lr: float = 3e-4
+    gamma: float = 0.99
+    target_update_freq: int = 320
+    test_num: int = 20
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class OfflineActorCriticFields(OfflineFields):
+    """:class:`OfflineFields` plus the continuous offline actor-critics' shared fields, with
+    their defaults (Pendulum-v1): Adam ``actor_lr`` and ``critic_lr``, ``gamma``, soft
+    target updates of rate ``tau``."""
+
+    task: str = "Pendulum-v1"
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    tau: float = 0.005

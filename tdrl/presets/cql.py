@@ -21,10 +21,6 @@ own threshold for its task wins over the task's online one (-250).
 >>> p = CQLPreset()
 >>> p.task, p.threshold, p.with_lagrange, p.cql_weight, p.num_repeat_actions
 ('Pendulum-v1', -400.0, False, 5.0, 4)
->>> p.replace(temperature=0.0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: cql preset field 'temperature': expected a float > 0, got 0.0
 """
 
 from __future__ import annotations
@@ -33,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.presets import common
-from tdrl.presets.common import AT_LEAST_1, NONNEG, POSITIVE, OfflineFields, Rules, register_classic
+from tdrl.presets.common import (
+    AT_LEAST_1,
+    NONNEG,
+    POSITIVE,
+    OfflineActorCriticFields,
+    Rules,
+    register_classic,
+)
 
 __all__ = ["CQLPreset", "build"]
 
@@ -44,7 +47,7 @@ _CQL_ARGS = (
 
 
 @dataclass(frozen=True)
-class CQLPreset(OfflineFields):
+class CQLPreset(OfflineActorCriticFields):
     """CQL hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``step_per_epoch`` counts gradient steps; ``max_grad_norm`` ``None`` turns the critics'
@@ -67,10 +70,7 @@ class CQLPreset(OfflineFields):
         "alpha_max": NONNEG,
     }
 
-    task: str = "Pendulum-v1"
     threshold: float | None = -400.0
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
     auto_alpha: bool = True
     alpha: float = 0.2
     alpha_lr: float = 1e-3
@@ -84,8 +84,6 @@ class CQLPreset(OfflineFields):
     alpha_max: float = 1e6
     max_grad_norm: float | None = 1.0
     calibrated: bool = True
-    gamma: float = 0.99
-    tau: float = 0.005
     max_epochs: int = 6
 
 

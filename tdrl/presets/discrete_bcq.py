@@ -18,11 +18,6 @@ seeds 0-2 on data gathered with seed 1 after 500.
 >>> p = DiscreteBCQPreset()
 >>> p.task, p.unlikely_action_threshold, p.n_step
 ('CartPole-v1', 0.6, 3)
->>> p.replace(unlikely_action_threshold=1.0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: discrete_bcq preset field 'unlikely_action_threshold': expected a \
-float in [0, 1), got 1.0
 """
 
 from __future__ import annotations
@@ -31,13 +26,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.presets import common
-from tdrl.presets.common import NONNEG, OfflineFields, Rules, register_classic
+from tdrl.presets.common import NONNEG, DiscreteOfflineFields, Rules, register_classic
 
 __all__ = ["DiscreteBCQPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DiscreteBCQPreset(OfflineFields):
+class DiscreteBCQPreset(DiscreteOfflineFields):
     """Discrete BCQ hyperparameters and offline-trainer settings (defaults: CartPole-v1).
 
     Network: a shared first layer of ``hidden_sizes[0]`` units, then a Q head and an
@@ -51,18 +46,11 @@ class DiscreteBCQPreset(OfflineFields):
         "imitation_logits_penalty": NONNEG,
     }
 
-    task: str = "CartPole-v1"
     threshold: float | None = 185.0
-    hidden_sizes: tuple[int, ...] = (64, 64, 64)
-    lr: float = 3e-4
-    gamma: float = 0.99
     n_step: int = 3
-    target_update_freq: int = 320
     unlikely_action_threshold: float = 0.6
     imitation_logits_penalty: float = 0.01
     eps_test: float = 0.001
-    test_num: int = 20
-    batch_size: int = 64
 
 
 def build(

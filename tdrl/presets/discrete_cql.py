@@ -17,10 +17,6 @@ gathered with seed 1 too.
 >>> p = DiscreteCQLPreset()
 >>> p.task, p.min_q_weight, p.n_step
 ('CartPole-v1', 10.0, 3)
->>> p.replace(num_quantiles=1)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: discrete_cql preset field 'num_quantiles': expected an int >= 2, got 1
 """
 
 from __future__ import annotations
@@ -29,13 +25,19 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.presets import common
-from tdrl.presets.common import AT_LEAST_2, NONNEG, OfflineFields, Rules, register_classic
+from tdrl.presets.common import (
+    AT_LEAST_2,
+    NONNEG,
+    DiscreteOfflineFields,
+    Rules,
+    register_classic,
+)
 
 __all__ = ["DiscreteCQLPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DiscreteCQLPreset(OfflineFields):
+class DiscreteCQLPreset(DiscreteOfflineFields):
     """Discrete CQL hyperparameters and offline-trainer settings (defaults: CartPole-v1).
 
     Network: an MLP trunk of ``hidden_sizes`` with ``num_quantiles`` quantile values per
@@ -46,17 +48,14 @@ class DiscreteCQLPreset(OfflineFields):
     algo: ClassVar[str] = "discrete_cql"
     rules: ClassVar[Rules] = {"num_quantiles": AT_LEAST_2, "min_q_weight": NONNEG}
 
-    task: str = "CartPole-v1"
     threshold: float | None = 170.0
     hidden_sizes: tuple[int, ...] = (64,)
     num_quantiles: int = 50
     lr: float = 3e-3
-    gamma: float = 0.99
     n_step: int = 3
     target_update_freq: int = 500
     min_q_weight: float = 10.0
     eps_test: float = 0.001
-    test_num: int = 20
     max_epochs: int = 10
     batch_size: int = 32
 

@@ -16,11 +16,6 @@ gradient steps each, in 4-9 s; seeds 0-2 on data gathered with seed 1 too.
 >>> p = DiscreteCRRPreset()
 >>> p.task, p.policy_improvement_mode, p.target_update_freq
 ('CartPole-v1', 'exp', 320)
->>> p.replace(policy_improvement_mode="max")
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: discrete_crr preset field 'policy_improvement_mode': expected a \
-str in ('exp', 'binary', 'all'), got 'max'
 """
 
 from __future__ import annotations
@@ -29,13 +24,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.presets import common
-from tdrl.presets.common import NONNEG, POSITIVE, OfflineFields, Rules, register_classic
+from tdrl.presets.common import NONNEG, POSITIVE, DiscreteOfflineFields, Rules, register_classic
 
 __all__ = ["DiscreteCRRPreset", "build"]
 
 
 @dataclass(frozen=True)
-class DiscreteCRRPreset(OfflineFields):
+class DiscreteCRRPreset(DiscreteOfflineFields):
     """Discrete CRR hyperparameters and offline-trainer settings (defaults: CartPole-v1).
 
     Network: a shared first layer of ``hidden_sizes[0]`` units, then an actor head and a
@@ -51,20 +46,14 @@ class DiscreteCRRPreset(OfflineFields):
         "min_q_weight": NONNEG,
     }
 
-    task: str = "CartPole-v1"
     threshold: float | None = 180.0
-    hidden_sizes: tuple[int, ...] = (64, 64, 64)
     lr: float = 7e-4
-    gamma: float = 0.99
     policy_improvement_mode: str = "exp"
     ratio_upper_bound: float = 20.0
     beta: float = 1.0
     min_q_weight: float = 10.0
-    target_update_freq: int = 320
     deterministic_eval: bool = False
-    test_num: int = 20
     max_epochs: int = 10
-    batch_size: int = 64
 
 
 def build(

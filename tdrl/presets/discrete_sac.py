@@ -10,10 +10,6 @@ threshold of 195 (above Tianshou's 170) in 6k-12k env steps on seeds 0-4.
 >>> p = DiscreteSACPreset()
 >>> p.gamma, p.n_step, p.auto_alpha
 (0.95, 3, False)
->>> p.replace(n_step=0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: discrete_sac preset field 'n_step': expected an int > 0, got 0
 """
 
 from __future__ import annotations

@@ -9,10 +9,6 @@ The ``atari`` preset lives in :mod:`tdrl.presets.atari`.
 >>> p = DQNPreset()
 >>> p.lr, p.n_step, p.trainer_kwargs()["update_per_step"]
 (0.001, 3, 0.1)
->>> p.replace(n_step=0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: dqn preset field 'n_step': expected an int > 0, got 0
 """
 
 from __future__ import annotations

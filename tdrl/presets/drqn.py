@@ -15,10 +15,6 @@ early on training returns) test often enough to stop near the threshold; the bud
 >>> p = DRQNPreset()
 >>> p.stack_num, p.num_layers, p.n_step
 (4, 2, 3)
->>> p.replace(stack_num=0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: drqn preset field 'stack_num': expected an int >= 1, got 0
 """
 
 from __future__ import annotations

@@ -17,10 +17,6 @@ Seed sweep: seeds 0-4 reach 195 after 4000, 3000, 3000, 6000, 5000 env steps
 >>> p = FQFPreset()
 >>> p.num_fractions, p.fraction_lr, p.ent_coef
 (32, 2.5e-09, 10.0)
->>> p.replace(num_fractions=1)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: fqf preset field 'num_fractions': expected an int >= 2, got 1
 """
 
 from __future__ import annotations
@@ -72,8 +68,8 @@ def fqf_learner(p: Any, model: Any, fraction_model: Any, action_space: Any, eps:
     latter trained by RMSprop ``p.fraction_lr`` (shared with the Atari preset)."""
     import torch
 
-    from tdrl.algorithm.optim import OptimizerFactory
     from tdrl.algorithm.modelfree.fqf import FQF, FQFPolicy
+    from tdrl.algorithm.optim import OptimizerFactory
 
     return common.q_learner(
         p,

@@ -21,10 +21,6 @@ Pendulum-v1 is for algorithms that learn from the env reward).
 >>> p = GAILPreset()
 >>> p.task, p.threshold, p.disc_update_num
 ('Pendulum-v1', -1100.0, 4)
->>> p.replace(disc_update_num=0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: gail preset field 'disc_update_num': expected an int > 0, got 0
 """
 
 from __future__ import annotations

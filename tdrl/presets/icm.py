@@ -11,10 +11,6 @@ models with one hidden layer of that width, the wrapped algorithm's learning rat
 
 >>> ICM_PRESETS["dqn"].feature_hidden_sizes, ICM_PRESETS["ppo"].lr
 ((128, 128), 0.0003)
->>> ICM_PRESETS["ppo"].replace(forward_loss_weight=1.5)  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: icm preset field 'forward_loss_weight': expected ... got 1.5
 """
 
 from __future__ import annotations

@@ -9,10 +9,6 @@ mean is squashed by tanh. For speed on a CPU: 64x64 networks and lr 1e-3.
 >>> p = IQLPreset()
 >>> p.expectile, p.beta, p.max_weight
 (0.7, 3.0, 100.0)
->>> p.replace(expectile=1.0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: iql preset field 'expectile': expected a float in (0, 1), got 1.0
 """
 
 from __future__ import annotations
@@ -21,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.presets import common
-from tdrl.presets.common import NONNEG, POSITIVE, OfflineFields, Rules, register_classic
+from tdrl.presets.common import NONNEG, POSITIVE, OfflineActorCriticFields, Rules, register_classic
 
 __all__ = ["IQLPreset", "build"]
 
 
 @dataclass(frozen=True)
-class IQLPreset(OfflineFields):
+class IQLPreset(OfflineActorCriticFields):
     """IQL hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``step_per_epoch`` counts gradient steps; ``beta`` is the inverse temperature of the
@@ -42,16 +38,11 @@ class IQLPreset(OfflineFields):
         "value_lr": POSITIVE,
     }
 
-    task: str = "Pendulum-v1"
     threshold: float | None = -300.0
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
     value_lr: float = 1e-3
     expectile: float = 0.7
     beta: float = 3.0
     max_weight: float = 100.0
-    gamma: float = 0.99
-    tau: float = 0.005
 
 
 def build(p: IQLPreset, observation_space: Any, action_space: Any, dataset: Any = None) -> Any:

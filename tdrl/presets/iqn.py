@@ -14,10 +14,6 @@ Seed sweep: seeds 0-4 reach 195 after 4000, 4000, 3000, 4880, 5380 env steps
 >>> p = IQNPreset()
 >>> p.sample_size, p.online_sample_size, p.target_sample_size
 (32, 8, 8)
->>> p.replace(online_sample_size=1)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: iqn preset field 'online_sample_size': expected an int >= 2, got 1
 """
 
 from __future__ import annotations

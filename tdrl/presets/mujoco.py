@@ -63,12 +63,12 @@ if TYPE_CHECKING:
     import gymnasium as gym
     import torch
 
-    from tdrl.algorithm.optim import OptimizerFactory
     from tdrl.algorithm.modelfree.a2c import A2C
     from tdrl.algorithm.modelfree.npg import NPG
     from tdrl.algorithm.modelfree.ppo import PPO
     from tdrl.algorithm.modelfree.reinforce import Reinforce
     from tdrl.algorithm.modelfree.trpo import TRPO
+    from tdrl.algorithm.optim import OptimizerFactory
     from tdrl.algorithm.policy_gradient import ActorPolicy
 
 __all__ = [
@@ -259,8 +259,8 @@ def build_reinforce(
     p: ReinforceMujocoPreset, observation_space: gym.Space, action_space: gym.Space
 ) -> Reinforce:
     """REINFORCE as ``mujoco_reinforce.py``: actor only, Adam with the linear decay."""
-    from tdrl.algorithm.optim import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.reinforce import Reinforce
+    from tdrl.algorithm.optim import AdamOptimizerFactory
 
     policy, _ = mujoco_actor_critic(p, observation_space, action_space, critic=False)
     return Reinforce(
@@ -275,8 +275,8 @@ def build_a2c(p: A2CMujocoPreset, observation_space: gym.Space, action_space: gy
     """A2C as ``mujoco_a2c.py``: RMSprop (alpha 0.99, eps 1e-5) with the linear decay."""
     import torch
 
-    from tdrl.algorithm.optim import OptimizerFactory
     from tdrl.algorithm.modelfree.a2c import A2C
+    from tdrl.algorithm.optim import OptimizerFactory
 
     rmsprop = OptimizerFactory(torch.optim.RMSprop, lr=p.lr, eps=1e-5, alpha=0.99)
     return _build(A2C, A2C_ARGS, p, (observation_space, action_space), rmsprop)
@@ -284,8 +284,8 @@ def build_a2c(p: A2CMujocoPreset, observation_space: gym.Space, action_space: gy
 
 def build_ppo(p: PPOMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> PPO:
     """PPO as ``mujoco_ppo.py``: one Adam (linear decay) for actor and critic."""
-    from tdrl.algorithm.optim import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.ppo import PPO
+    from tdrl.algorithm.optim import AdamOptimizerFactory
 
     adam = AdamOptimizerFactory(lr=p.lr)
     return _build(PPO, PPO_ARGS, p, (observation_space, action_space), adam)
@@ -293,8 +293,8 @@ def build_ppo(p: PPOMujocoPreset, observation_space: gym.Space, action_space: gy
 
 def build_npg(p: NPGMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> NPG:
     """NPG as ``mujoco_npg.py``: the critic's Adam with the linear decay."""
-    from tdrl.algorithm.optim import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.npg import NPG
+    from tdrl.algorithm.optim import AdamOptimizerFactory
 
     adam = AdamOptimizerFactory(lr=p.lr)
     return _build(NPG, NATURAL_ARGS, p, (observation_space, action_space), adam)
@@ -302,8 +302,8 @@ def build_npg(p: NPGMujocoPreset, observation_space: gym.Space, action_space: gy
 
 def build_trpo(p: TRPOMujocoPreset, observation_space: gym.Space, action_space: gym.Space) -> TRPO:
     """TRPO as ``mujoco_trpo.py``: the critic's Adam with the linear decay."""
-    from tdrl.algorithm.optim import AdamOptimizerFactory
     from tdrl.algorithm.modelfree.trpo import TRPO
+    from tdrl.algorithm.optim import AdamOptimizerFactory
 
     adam = AdamOptimizerFactory(lr=p.lr)
     return _build(TRPO, NATURAL_ARGS, p, (observation_space, action_space), adam)

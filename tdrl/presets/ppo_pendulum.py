@@ -17,10 +17,6 @@ reached -250 on 10 of 10 seeds after 26k-38k env steps. Tests use 20 episodes.
 ('PPOPendulumPreset', -250.0, 'tdrl.presets.ppo_pendulum:build')
 >>> type(registry.preset("ppo", "CartPole-v1")).__name__
 'PPOPreset'
->>> p.replace(dual_clip=0.5)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: ppo preset field 'dual_clip': expected a float or None > 1, got 0.5
 """
 
 from __future__ import annotations

@@ -21,10 +21,6 @@ steps (~1600: it settles on moving back) both miss it (``tests/modelbased/test_p
 ('tdrl/NChain-v0', 3400.0, 'onpolicy')
 >>> p.trainer_kwargs()["episode_per_collect"]
 1
->>> p.replace(rew_std_prior=0.0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: psrl preset field 'rew_std_prior': expected a float > 0, got 0.0
 """
 
 from __future__ import annotations

@@ -17,10 +17,6 @@ beta=beta, weight_norm=True)``).
 >>> p = RainbowPreset()
 >>> p.num_atoms, p.noisy_std, p.prioritized_replay
 (51, 0.1, True)
->>> p.replace(v_max=-20.0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: rainbow preset field 'v_max': expected a float > v_min = -10.0, got -20.0
 """
 
 from __future__ import annotations

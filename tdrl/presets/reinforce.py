@@ -13,10 +13,6 @@ of 40k steps (Tianshou: 10).
 (0.95, 195.0, 'onpolicy')
 >>> p.trainer_kwargs()["episode_per_collect"], p.trainer_kwargs()["step_per_collect"]
 (8, None)
->>> p.replace(step_per_collect=100)  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: reinforce preset fields ...: expected exactly one ..., got 100 and 8
 """
 
 from __future__ import annotations

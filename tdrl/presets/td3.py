@@ -12,10 +12,6 @@ only). Seed sweep (seeds 0-4, ``scripts/seed_sweep.py``): all five reach -250, a
 >>> p = TD3Preset()
 >>> p.policy_noise, p.noise_clip, p.update_actor_freq
 (0.2, 0.5, 2)
->>> p.replace(update_actor_freq=0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: td3 preset field 'update_actor_freq': expected an int >= 1, got 0
 """
 
 from __future__ import annotations

@@ -12,10 +12,6 @@ normalizer lives in the policy.
 >>> p = TD3BCPreset()
 >>> p.alpha, p.norm_obs, p.threshold
 (2.5, True, -300.0)
->>> p.replace(alpha=0.0)
-Traceback (most recent call last):
-...
-tdrl.errors.PresetError: td3_bc preset field 'alpha': expected a float > 0, got 0.0
 """
 
 from __future__ import annotations
@@ -24,14 +20,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tdrl.presets import common
-from tdrl.presets.common import OfflineFields, Rules, register_classic
+from tdrl.presets.common import OfflineActorCriticFields, Rules, register_classic
 from tdrl.presets.td3 import TD3_ARGS, TD3_RULES
 
 __all__ = ["TD3BCPreset", "build"]
 
 
 @dataclass(frozen=True)
-class TD3BCPreset(OfflineFields):
+class TD3BCPreset(OfflineActorCriticFields):
     """TD3+BC hyperparameters and offline-trainer settings (defaults: Pendulum-v1).
 
     ``step_per_epoch`` counts gradient steps; ``norm_obs`` normalizes observations with
@@ -41,14 +37,9 @@ class TD3BCPreset(OfflineFields):
     algo: ClassVar[str] = "td3_bc"
     rules: ClassVar[Rules] = TD3_RULES
 
-    task: str = "Pendulum-v1"
     threshold: float | None = -300.0
     hidden_sizes: tuple[int, ...] = (128, 128)
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
     alpha: float = 2.5
-    gamma: float = 0.99
-    tau: float = 0.005
     policy_noise: float = 0.2
     noise_clip: float = 0.5
     update_actor_freq: int = 2
