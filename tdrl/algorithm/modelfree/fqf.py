@@ -155,14 +155,14 @@ class FQF(QuantileQLearningAlgorithm):
     minimize the 1-Wasserstein error of the resulting staircase.
 
     :param policy: an :class:`FQFPolicy`.
-    ``optim`` (a keyword passed on): optimizer factory (or Adam learning rate) of the quantile function.
     :param fraction_optim: optimizer factory (or Adam learning rate) of the fraction
         proposal network (default: RMSprop with the paper's ``lr = 2.5e-9``).
     :param ent_coef: weight of the entropy bonus of the proposed fractions (``>= 0``).
-    ``is_double`` (a keyword passed on): pick the bootstrap action with the online nets (as Tianshou's FQF
-        does whenever there is a target net); ``False``: with the target net's own values.
 
-    The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`'s. The
+    The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`'s:
+    ``optim`` is the optimizer factory (or Adam learning rate) of the quantile function;
+    ``is_double`` picks the bootstrap action with the online nets (as Tianshou's FQF does
+    whenever there is a target net), ``False`` with the target net's own values. The
     terms are ``loss_qvalue`` (``L_Z``), ``loss_fraction`` (the W1 term of ``L_P``) and
     ``loss_entropy`` (``-ent_coef * H``), plus the statistic ``entropy``.
 

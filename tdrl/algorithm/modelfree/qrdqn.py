@@ -75,10 +75,10 @@ class QRDQN(QLearningAlgorithm):
 
     :param policy: a :class:`QRDQNPolicy`.
     :param num_quantiles: quantiles per action, ``>= 2``; the model must output as many.
-    ``is_double`` (a keyword passed on): the online network picks the bootstrap action (Tianshou's QR-DQN
-        always does); ``False``: the target network's own greedy action.
 
-    The other parameters are :class:`QLearningAlgorithm`'s.
+    The other parameters are :class:`QLearningAlgorithm`'s; with ``is_double`` the online
+    network picks the bootstrap action (Tianshou's QR-DQN always does), ``False``: the
+    target network's own greedy action.
 
     >>> import gymnasium as gym
     >>> from tdrl.utils.net_distributional import DistributionalQNet
