@@ -142,3 +142,26 @@ def test_algorithm_instead_of_policy() -> None:
         ):
             cls(alg, envs)
     Collector(alg.policy, envs)  # the policy is fine
+
+
+def test_algorithm_is_caught_without_importing_the_old_base_module() -> None:
+    """The check looks where ``Algorithm`` is defined, not at the ``tdrl.algorithm.base``
+    alias, which a script importing only an algorithm module never loads."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gymnasium as gym, torch\n"
+        "from tdrl.algorithm.modelfree.dqn import DQN, DQNPolicy\n"
+        "from tdrl.data.collector import Collector\n"
+        "from tdrl.env import DummyVectorEnv\n"
+        "assert 'tdrl.algorithm.base' not in sys.modules\n"
+        "alg = DQN(policy=DQNPolicy(model=torch.nn.Linear(4, 2), "
+        "action_space=gym.spaces.Discrete(2)))\n"
+        "try:\n"
+        "    Collector(alg, DummyVectorEnv([lambda: gym.make('CartPole-v1')]))\n"
+        "except TypeError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "got the algorithm DQN" in out.stdout
