@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from tdrl.errors import PresetError  # noqa: F401  (re-exported)
 from tdrl.presets import registry as _registry
-from tdrl.presets.dqn import DQNPreset
-from tdrl.presets.ppo import PPOPreset
+from tdrl.presets.dqn import DQNPreset as DQNPreset
+from tdrl.presets.ppo import PPOPreset as PPOPreset
 from tdrl.presets.registry import *  # noqa: F403  (its whole public API)
-from tdrl.presets.registry import (  # the private tables and helpers old tests patch
+from tdrl.presets.registry import (  # noqa: F401  (the private tables and helpers old tests use)
     _REGISTRY,
     _RULES,
     _TASK_REGISTRY,
@@ -27,9 +27,6 @@ from tdrl.presets.registry import (  # the private tables and helpers old tests 
     _discover,
     _import,
 )
-from tdrl.presets.sac import SACPreset
+from tdrl.presets.sac import SACPreset as SACPreset
 
-_ALIASED = (_REGISTRY, _RULES, _TASK_REGISTRY, _discover, _import, ActionSpace, Trainer)
-__all__ = sorted(
-    {*_registry.__all__, DQNPreset.__name__, PPOPreset.__name__, SACPreset.__name__, "PresetError"}
-)
+__all__ = sorted({*_registry.__all__, "DQNPreset", "PPOPreset", "PresetError", "SACPreset"})
