@@ -31,6 +31,7 @@ import os
 import platform
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -173,35 +174,49 @@ def time_updates(
 def stage_update(out: Path, device: str, seconds: float, modes: Sequence[str]) -> None:
     """Time the SAC Hopper-sized update in each of ``modes`` (``cpu-eager`` and the
     :data:`MODES` on ``device``), a row of ``update.csv`` per mode as soon as it is timed."""
+    import torch
+
+    torch.set_num_threads(1)
+    failed = []
+    for name in modes:
+        dev, mode = ("cpu", "eager") if name == "cpu-eager" else (device, name)
+        try:
+            row = _time_update(dev, mode, seconds)
+        except Exception:  # one mode's failure leaves the others to be measured
+            traceback.print_exc()
+            failed.append(name)
+            row = {"mode": mode, "device": dev, "updates": "failed"}
+        append_row(out / "update.csv", UPDATE_FIELDS, row)
+        print(row, flush=True)
+    if failed:
+        raise SystemExit(f"update: failed in mode(s) {', '.join(failed)}")
+
+
+def _time_update(dev: str, mode: str, seconds: float) -> dict[str, Any]:
     import gymnasium as gym
     import torch
 
     from tdrl.algorithm.compile import synthetic_buffer, warmup
 
-    torch.set_num_threads(1)
-    for name in modes:
-        dev, mode = ("cpu", "eager") if name == "cpu-eager" else (device, name)
-        algo = _sac(dev)
-        if MODES[mode] is not None:
-            algo.compile(mode=None if MODES[mode] == "default" else MODES[mode])
-        buf = synthetic_buffer(
-            gym.spaces.Box(-1, 1, (11,)), gym.spaces.Box(-1, 1, (3,)), 8, 1000, device=dev
-        )
-        sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
-        compile_s = warmup(algo, buf, 256) if MODES[mode] is not None else 0.0
-        for _ in range(20):  # optimizer state, CUDA graph recording, caches
-            algo.update(buf, 256)
-        n, secs = time_updates(lambda a=algo, b=buf: a.update(b, 256), sync, seconds)
-        row = {
-            "mode": mode,
-            "device": dev,
-            "updates": n,
-            "seconds": round(secs, 3),
-            "updates_per_s": round(n / secs, 1),
-            "compile_s": round(compile_s, 1),
-        }
-        append_row(out / "update.csv", UPDATE_FIELDS, row)
-        print(row, flush=True)
+    algo = _sac(dev)
+    if MODES[mode] is not None:
+        algo.compile(mode=None if MODES[mode] == "default" else MODES[mode])
+    buf = synthetic_buffer(
+        gym.spaces.Box(-1, 1, (11,)), gym.spaces.Box(-1, 1, (3,)), 8, 1000, device=dev
+    )
+    sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
+    compile_s = warmup(algo, buf, 256) if MODES[mode] is not None else 0.0
+    for _ in range(20):  # optimizer state, CUDA graph recording, caches
+        algo.update(buf, 256)
+    n, secs = time_updates(lambda: algo.update(buf, 256), sync, seconds)
+    return {
+        "mode": mode,
+        "device": dev,
+        "updates": n,
+        "seconds": round(secs, 3),
+        "updates_per_s": round(n / secs, 1),
+        "compile_s": round(compile_s, 1),
+    }
 
 
 # ------------------------------------------------------------------------------- e2e

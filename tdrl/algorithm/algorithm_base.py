@@ -35,7 +35,7 @@ from tdrl.algorithm.target import FastHardUpdate, FastSoftUpdate, make_target_mo
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
 
-__all__ = ["Algorithm"]
+__all__ = ["Algorithm", "to_device"]
 
 
 def _accept_aliases(init: Callable[..., None], renames: dict[str, str]) -> Callable[..., None]:
@@ -54,6 +54,33 @@ def _accept_aliases(init: Callable[..., None], renames: dict[str, str]) -> Calla
         init(self, *args, **kwargs)
 
     return wrapped
+
+
+def to_device(x: Any, device: torch.device) -> Any:
+    """``x`` (a tensor, a :class:`~tdrl.data.batch.Batch` or a TensorDict) on ``device``.
+
+    Leaves already there are used as is (a replay buffer on the device gives such a
+    batch; its ``device`` attribute is ``None``, so the leaves are what is looked at). A
+    CPU batch bound for a CUDA device goes through pinned memory with
+    ``non_blocking=True``: the copy is queued behind the running kernels instead of making
+    the host wait.
+
+    >>> b = Batch(obs=torch.zeros(2, 3), rew=torch.zeros(2))
+    >>> b.device is None, to_device(b, torch.device("cpu")) is b
+    (True, True)
+    >>> to_device(b, torch.device("meta"))["obs"].device
+    device(type='meta')
+    """
+    leaves = (
+        [x]
+        if isinstance(x, torch.Tensor)
+        else [t for t in x.values(True, True) if isinstance(t, torch.Tensor)]
+    )
+    if all(t.device == device for t in leaves):
+        return x
+    if device.type == "cuda" and all(t.device.type == "cpu" for t in leaves):
+        return x.pin_memory().to(device, non_blocking=True)
+    return x.to(device)
 
 
 class Algorithm(LossKeys, LossModule):
@@ -317,7 +344,7 @@ class Algorithm(LossKeys, LossModule):
         cur = self.__dict__.get("_cur")
         if cur is not None and np.array_equal(cur[1], indices):
             return cur[0]["obs_next"]
-        return buffer[indices]["obs_next"]
+        return self._on_device(buffer[indices]["obs_next"])
 
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
         """Add algorithm-specific keys (returns, advantages...) to a sampled batch."""
@@ -377,20 +404,13 @@ class Algorithm(LossKeys, LossModule):
         self.n_updates += 1
         return stats
 
-    def _on_device(self, batch: Batch) -> Batch:
-        """Move a sampled batch to the device of the algorithm's parameters.
-
-        A CPU batch bound for a CUDA device goes through pinned memory with
-        ``non_blocking=True``: the copy is queued behind the running kernels instead of
-        making the host wait. A batch already there (a replay buffer on the device) is
-        used as is.
-        """
+    def _on_device(self, batch: Any) -> Any:
+        """Move a sampled batch (or one tensor of it) to the device of the algorithm's
+        parameters (:func:`to_device`); on a CPU algorithm it is used as is."""
         param = next(self.parameters(), None)
-        if param is None or param.device.type == "cpu" or batch.device == param.device:
+        if param is None or param.device.type == "cpu":
             return batch
-        if param.device.type == "cuda" and batch.device in (None, torch.device("cpu")):
-            return batch.pin_memory().to(param.device, non_blocking=True)
-        return batch.to(param.device)
+        return to_device(batch, param.device)
 
     # -- checkpointing ------------------------------------------------------------------
     def state_dict(

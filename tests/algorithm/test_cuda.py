@@ -50,6 +50,9 @@ def _pair(algo: str, buffer_device: str) -> tuple[Any, Any, Any, Any]:
                 algo, task, observation_space=obs_space, action_space=act_space, device=device
             )
         )
+    # the same weights on both (initialised on the device, they would come from CUDA's
+    # generator, not the CPU's)
+    algs[1].load_state_dict(algs[0].state_dict())
     cpu_buf = synthetic_buffer(obs_space, act_space, n_envs=4, steps=64, seed=0)
     gpu_buf = synthetic_buffer(
         obs_space, act_space, n_envs=4, steps=64, seed=0, device=buffer_device
@@ -59,7 +62,11 @@ def _pair(algo: str, buffer_device: str) -> tuple[Any, Any, Any, Any]:
 
 @pytest.mark.parametrize("buffer_device", ["cpu", "cuda"])
 @pytest.mark.parametrize("algo", list(CASES))
-def test_gpu_update_matches_cpu(algo: str, buffer_device: str) -> None:
+def test_gpu_update_matches_cpu(algo: str, buffer_device: str, monkeypatch: Any) -> None:
+    # SAC's reparameterised noise from the CPU's generator on both sides, so the two
+    # updates see the same samples (CUDA's generator draws other numbers from a seed)
+    randn_like = torch.randn_like
+    monkeypatch.setattr(torch, "randn_like", lambda t: randn_like(t, device="cpu").to(t.device))
     cpu, cpu_buf, gpu, gpu_buf = _pair(algo, buffer_device)
     for _ in range(3):
         torch.manual_seed(1)
@@ -89,7 +96,7 @@ def test_off_policy_update_makes_no_synchronizing_call(algo: str) -> None:
 
 
 def test_train_on_the_gpu_end_to_end(tmp_path: Any) -> None:
-    from tdrl.launch import ExperimentConfig, run_experiment
+    from tdrl.experiment import ExperimentConfig, run_experiment
 
     cfg = ExperimentConfig(
         "dqn",

@@ -173,11 +173,12 @@ class C51(QLearningAlgorithm):
             return _ZERO_ONE.expand(len(last), 2)
 
         r_d = compute_nstep_return({}, buffer, idx, bootstrap, self.gamma, self.n_step)["returns"]
+        r_d = self._on_device(r_d)  # computed on the host: no network in it
         dtype = self.policy.support.dtype
         batch.set("target_reward", r_d[:, 0].to(dtype))
         batch.set("target_discount", (r_d[:, 1] - r_d[:, 0]).to(dtype))
         if not np.array_equal(chain["last"], idx):  # always equal with 1-step returns
-            batch.set("bootstrap_obs", buffer[chain["last"]]["obs_next"])
+            batch.set("bootstrap_obs", self._on_device(buffer[chain["last"]]["obs_next"]))
         return batch
 
     def prepare(self, td: TensorDictBase) -> TensorDictBase:
