@@ -120,8 +120,9 @@ def test_off_policy_update_reads_nothing_from_the_device(
     to_device = alg._on_device
 
     def on_device(batch: Any) -> Any:  # the sampled batch is moved to the device here
-        out = to_device(batch)
-        for t in out.values(include_nested=True, leaves_only=True):
+        out = to_device(batch)  # a batch, or one column of it
+        leaves = [out] if isinstance(out, torch.Tensor) else out.values(True, True)
+        for t in leaves:
             spy.mark(t)
         return out
 
