@@ -4,7 +4,8 @@
 #
 #   bash benchmarks/gpu_check.sh --prepare [DIR]     # here: download the cp312 wheels
 #   bash benchmarks/gpu_check.sh [--out DIR] [--wheels DIR] [--budget S] [--steps N]
-#                                [--device cuda|cpu]  # on the GPU machine
+#                                [--stages tests,update,e2e] [--device cuda|cpu]
+#                                                     # on the GPU machine
 #
 # Stages, each under its own timeout and all inside --budget seconds (default 280):
 #   install  the wheels of --wheels (default .whl/ if present; "none": install nothing)
@@ -34,7 +35,8 @@ PYTHON=${PYTHON:-python3}
 out=${OUT:-}
 wheels=""
 budget=280
-steps=3000
+steps=2000
+stages=tests,update,e2e
 device=cuda
 prepare=""
 
@@ -49,11 +51,14 @@ while [ $# -gt 0 ]; do
         --steps) [ $# -ge 2 ] && is_uint "$2" \
             || die "--steps: expected a positive number of env steps, got '${2:-}'"
             steps=$2; shift 2 ;;
+        --stages) [[ "${2:-}" =~ ^(tests|update|e2e)(,(tests|update|e2e))*$ ]] \
+            || die "--stages: expected a comma-separated list of tests, update, e2e, got '${2:-}'"
+            stages=$2; shift 2 ;;
         --device) case "${2:-}" in cuda|cpu) device=$2 ;;
             *) die "--device: expected cuda or cpu, got '${2:-}'" ;; esac; shift 2 ;;
         --prepare) prepare=${2:-$REPO/.whl}; [ $# -ge 2 ] && shift; shift ;;
         -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) die "expected one of --out, --wheels, --budget, --steps, --device, --prepare, got '$1'" ;;
+        *) die "expected one of --out, --wheels, --budget, --steps, --stages, --device, --prepare, got '$1'" ;;
     esac
 done
 
@@ -139,15 +144,17 @@ if [ "$device" = cuda ] && ! "$PYTHON" -c "import torch, sys; sys.exit(not torch
     exit 0
 fi
 
-run_stage tests 90 "$PYTHON" -m pytest -q -p no:cacheprovider -o addopts="" \
+wants() { [[ ",$stages," == *",$1,"* ]]; }
+wants tests && run_stage tests 90 "$PYTHON" -m pytest -q -p no:cacheprovider -o addopts="" \
     tests/algorithm/test_cuda.py 2>&1 | tee "$out/pytest.log"
 "${CHECK[@]}" table "$out" >/dev/null
-run_stage update 100 "${CHECK[@]}" update "$out" --device "$device" \
+wants update && run_stage update 100 "${CHECK[@]}" update "$out" --device "$device" \
     --modes cpu-eager,eager,cudagraphs,compile
 "${CHECK[@]}" table "$out" >/dev/null
 for mode in eager cudagraphs; do
+    wants e2e || break
     for algo in sac td3; do
-        limit=45; [ "$mode" = eager ] || limit=80
+        limit=60; [ "$mode" = eager ] || limit=75
         run_stage "e2e-$algo-$mode" "$limit" "${CHECK[@]}" e2e "$out" --algo "$algo" --mode "$mode" \
             --device "$device" --steps "$steps"
         "${CHECK[@]}" table "$out" >/dev/null

@@ -127,8 +127,10 @@ def compile_algorithm(
         inductor = dict(list_mode_options(mode or "default", dynamic))
         inductor["fallback_random"] = True
         kwargs["options"] = inductor
+        cudagraphs = bool(inductor.get("triton.cudagraphs"))
     else:
         kwargs["mode"] = mode
+        cudagraphs = False
 
     def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
         return torch.compile(fn, **kwargs)  # type: ignore[no-any-return]
@@ -136,12 +138,46 @@ def compile_algorithm(
     eager_losses = []
     for stage in algorithm._stages:
         eager_losses.append(stage.losses)
-        stage.losses = _frozen_outside(stage, algorithm, jit(stage.losses))
+        compiled = jit(stage.losses)
+        if cudagraphs:
+            compiled = _owned_outputs(compiled)
+        stage.losses = _frozen_outside(stage, algorithm, compiled)
     if compile_optimizer:
         for gs in algorithm._grad_steps:
             gs.__dict__["step"] = _compiled_step(gs, jit)
     algorithm.__dict__[_STATE] = {"options": options, "eager_losses": eager_losses}
     return algorithm
+
+
+def _owned_outputs(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """``compiled`` with its outputs copied out of the CUDA graphs' memory.
+
+    A function compiled with CUDA graphs (``mode="reduce-overhead"`` or
+    ``"max-autotune"``) returns tensors in memory that its next replay, or another
+    graph's, overwrites. The update keeps loss terms past that point (the logged stats,
+    read lazily; a delayed stage's last terms) and ``td_error`` written into the batch is
+    read by ``postprocess`` after the next stage ran: each of them is cloned once here.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> out = torch.ones(())
+    >>> def f(td):
+    ...     td.set("td_error", out)
+    ...     return {"loss": out}
+    >>> td = TensorDict({"x": torch.zeros(2)}, [])
+    >>> terms = _owned_outputs(f)(td)
+    >>> terms["loss"] is out, td["td_error"] is out, bool(terms["loss"] == out)
+    (False, False, True)
+    """
+
+    def losses(td: Any) -> Any:
+        before = set(td.keys(True, True))
+        terms = compiled(td)
+        for key in set(td.keys(True, True)) - before:
+            td.set(key, td.get(key).clone())
+        return {k: v.clone() for k, v in terms.items()}
+
+    return losses
 
 
 def _frozen_outside(stage: Any, algorithm: Algorithm, compiled: Callable[..., Any]) -> Any:

@@ -111,3 +111,13 @@ def test_train_on_the_gpu_end_to_end(tmp_path: Any) -> None:
     )
     result, _ = run_experiment(cfg)
     assert result.gradient_step > 0 and result.env_step >= 500
+
+
+def test_stats_of_a_cuda_graph_update_survive_the_next_updates() -> None:
+    # compiled with CUDA graphs, a replay overwrites the previous replay's outputs: the
+    # logged losses (read lazily) must be copies, or reading them fails
+    _, _, gpu, buf = _pair("sac", "cuda")
+    gpu.compile(mode="reduce-overhead")
+    stats = [gpu.update(buf, 32) for _ in range(6)]
+    values = [v for s in stats for k, v in dict(s).items() if k.startswith("loss")]
+    assert values and all(np.isfinite(values))
