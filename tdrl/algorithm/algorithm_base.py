@@ -26,6 +26,7 @@ from torch import nn
 from torchrl.objectives import LossModule
 
 from tdrl.algorithm.checks import require_at_least
+from tdrl.algorithm.compile import _STATE as _COMPILE_STATE
 from tdrl.algorithm.compile import compile_algorithm
 from tdrl.algorithm.loss_keys import LossKeys
 from tdrl.algorithm.optim import GradStep, OptimizerFactory, Stage
@@ -200,11 +201,14 @@ class Algorithm(LossKeys, LossModule):
                 self._targets_due = self._targets_due and not stage.gates_targets
                 continue
             terms = stage.losses(td)
-            for keys, gs in stage.steps:
+            # a compiled stage's terms come out of one graph: every backward through it
+            # but the last keeps it (eager terms have graphs of their own)
+            shared = len(stage.steps) - 1 if _COMPILE_STATE in self.__dict__ else 0
+            for i, (keys, gs) in enumerate(stage.steps):
                 total = terms[keys[0]]
                 for k in keys[1:]:
                     total = total + terms[k]
-                gs.step(total)
+                gs.step(total, retain_graph=i < shared)
             stage.last = [(k, v.detach()) for k, v in terms.items()]
             logged.extend(stage.last)
         return logged

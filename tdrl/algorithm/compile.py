@@ -139,6 +139,8 @@ def compile_algorithm(
     for stage in algorithm._stages:
         eager_losses.append(stage.losses)
         compiled = jit(stage.losses)
+        if len(stage.steps) > 1:
+            compiled = _backward_twice(compiled)
         if cudagraphs:
             compiled = _owned_outputs(compiled)
         stage.losses = _frozen_outside(stage, algorithm, compiled)
@@ -147,6 +149,23 @@ def compile_algorithm(
             gs.__dict__["step"] = _compiled_step(gs, jit)
     algorithm.__dict__[_STATE] = {"options": options, "eager_losses": eager_losses}
     return algorithm
+
+
+def _backward_twice(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """``compiled`` built without donated buffers, for a stage of several optimizer steps.
+
+    Its terms (SAC's actor and temperature losses) come out of one compiled graph, and
+    each step backpropagates its own term through it, all but the last keeping the graph
+    (``retain_graph``). AOTAutograd's donated buffers free the graph's saved tensors in
+    the first backward, which such a stage cannot allow.
+    """
+    import torch._functorch.config as functorch_config
+
+    def losses(td: Any) -> Any:
+        with functorch_config.patch(donated_buffer=False):
+            return compiled(td)
+
+    return losses
 
 
 def _owned_outputs(compiled: Callable[..., Any]) -> Callable[..., Any]:
@@ -223,11 +242,11 @@ def _compiled_step(gs: GradStep, jit: Callable[[Callable[..., Any]], Callable[..
     compiled = jit(clip_and_step)
     groups = optim.param_groups
 
-    def step(loss: torch.Tensor) -> None:
+    def step(loss: torch.Tensor, retain_graph: bool = False) -> None:
         for group in groups:
             for p in group["params"]:
                 p.grad = None
-        loss.backward(inputs=params)
+        loss.backward(inputs=params, retain_graph=retain_graph)
         compiled()
 
     return step

@@ -110,11 +110,13 @@ class GradStep:
         self.params = params
         self.max_grad_norm = max_grad_norm
 
-    def step(self, loss: torch.Tensor) -> None:
+    def step(self, loss: torch.Tensor, retain_graph: bool = False) -> None:
         """Zero the gradients, backpropagate ``loss`` into the own parameters only, clip, step.
 
         Backpropagating only into ``params`` skips the weight gradients of other networks
         the loss passes through (e.g. the critics under SAC's actor loss).
+        ``retain_graph`` keeps the graph for another step's backward through it (a
+        compiled stage's terms share one graph).
         """
         if type(self.optim).zero_grad is torch.optim.Optimizer.zero_grad:
             # what ``zero_grad(set_to_none=True)`` does, minus its profiler range and
@@ -124,7 +126,7 @@ class GradStep:
                     p.grad = None
         else:
             self.optim.zero_grad(set_to_none=True)
-        loss.backward(inputs=self.params)
+        loss.backward(inputs=self.params, retain_graph=retain_graph)
         if self.max_grad_norm is not None:
             self._clip()
         if not self._fused_adam_step():

@@ -64,6 +64,18 @@ def _sac() -> tuple[Algorithm, Any, int]:
     return alg, _buffer(3, lambda r: r.uniform(-1, 1, (4, 2)).astype(np.float32)), 32
 
 
+def _sac_auto_alpha() -> tuple[Algorithm, Any, int]:
+    # the actor stage has two optimizer steps (actor, temperature) over one compiled graph
+    from tdrl.algorithm.modelfree.sac import AutoAlpha
+
+    torch.manual_seed(0)
+    space = gym.spaces.Box(-1.0, 1.0, (2,))
+    policy = SACPolicy(actor=GaussianActor(3, 2, (32,)), action_space=space)
+    alpha = AutoAlpha("auto", log_alpha=float(np.log(0.2)), optim=3e-4)
+    alg = SAC(policy=policy, critic=QCritic(3, 2, (32,)), alpha=alpha, tau=0.05)
+    return alg, _buffer(3, lambda r: r.uniform(-1, 1, (4, 2)).astype(np.float32)), 32
+
+
 def _ppo() -> tuple[Algorithm, Any, int]:
     torch.manual_seed(0)
     policy = ActorPolicy(actor=DiscreteActor(3, 2, (16,)), action_space=gym.spaces.Discrete(2))
@@ -71,7 +83,7 @@ def _ppo() -> tuple[Algorithm, Any, int]:
     return alg, _buffer(3, lambda r: r.integers(0, 2, 4)), 64
 
 
-FAMILIES = {"dqn": _dqn, "sac": _sac, "ppo": _ppo}
+FAMILIES = {"dqn": _dqn, "sac": _sac, "sac_auto_alpha": _sac_auto_alpha, "ppo": _ppo}
 
 
 def _same_updates(
