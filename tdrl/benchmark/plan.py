@@ -44,6 +44,7 @@ __all__ = [
     "SPEC_FILE",
     "RunSpec",
     "epochs_for_budget",
+    "plan_budget",
     "plan_sweep",
     "read_json",
     "run_dir",
@@ -64,11 +65,8 @@ PROGRESS_FILE = "progress.json"
 
 
 def epochs_for_budget(step_per_epoch: int, env_steps: int) -> tuple[int, int]:
-    """``(max_epochs, step_per_epoch)`` spending ``env_steps`` training env steps.
-
-    The preset's epoch length is kept when the budget holds :data:`MIN_EVALS` of its epochs
-    (then ``max_epochs = env_steps // step_per_epoch``); otherwise the budget is cut into
-    ``MIN_EVALS`` epochs (fewer for a budget of fewer steps).
+    """``(max_epochs, step_per_epoch)`` spending ``env_steps`` training env steps collected
+    one at a time (:func:`plan_budget` with collects of one step).
 
     >>> epochs_for_budget(5000, 100_000)  # SAC/TD3 MuJoCo presets at 100k
     (20, 5000)
@@ -81,15 +79,46 @@ def epochs_for_budget(step_per_epoch: int, env_steps: int) -> tuple[int, int]:
     ...
     ValueError: env_steps: expected an int > 0, got 0
     """
+    epochs, per_epoch, _ = plan_budget(step_per_epoch, 1, env_steps)
+    return epochs, per_epoch
+
+
+def plan_budget(
+    step_per_epoch: int, step_per_collect: int | None, env_steps: int
+) -> tuple[int, int, int]:
+    """``(max_epochs, step_per_epoch, total)`` for a budget of ``env_steps`` training env
+    steps, collected ``step_per_collect`` at a time.
+
+    The budget is rounded up to whole collects, never to whole epochs: ``total`` (the
+    run's ``max_env_steps``) is ``ceil(env_steps / step_per_collect)`` collects. An epoch
+    is a whole number of collects: the preset's epoch length when the budget holds
+    :data:`MIN_EVALS` such epochs, else the budget cut into ``MIN_EVALS`` epochs (fewer for
+    a budget of fewer collects); the last epoch may end early, at ``total``.
+    ``step_per_collect=None`` (episode-based collection) counts collects of one step: the
+    run then ends at the first collect that reaches ``total``.
+
+    >>> plan_budget(50_000, 2000, 2000)  # PPO CartPole: one collect, not ten epochs of it
+    (1, 2000, 2000)
+    >>> plan_budget(30_000, 2048, 1_000_000)  # PPO MuJoCo at 1M: 489 collects of 2048
+    (33, 30720, 1001472)
+    >>> plan_budget(5000, 1, 1_000_000)  # SAC MuJoCo at 1M
+    (200, 5000, 1000000)
+    >>> plan_budget(5000, 10, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: env_steps: expected an int > 0, got 0
+    """
     if env_steps < 1:
         raise ValueError(f"env_steps: expected an int > 0, got {env_steps}")
     if step_per_epoch < 1:
         raise ValueError(f"step_per_epoch: expected an int > 0, got {step_per_epoch}")
-    epochs = env_steps // step_per_epoch
-    if epochs >= MIN_EVALS:
-        return epochs, step_per_epoch
-    epochs = min(MIN_EVALS, env_steps)
-    return epochs, -(-env_steps // epochs)
+    collect = max(1, int(step_per_collect or 1))
+    collects = -(-env_steps // collect)
+    per_epoch = max(1, round(step_per_epoch / collect))  # collects in a preset epoch
+    if collects // per_epoch < MIN_EVALS:
+        per_epoch = -(-collects // min(MIN_EVALS, collects))
+    epochs = -(-collects // per_epoch)
+    return epochs, per_epoch * collect, collects * collect
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tdrl.benchmark.plan import BUSY_EXIT, RunSpec
+from tdrl.benchmark.runner import planned_env_steps
 
 __all__ = ["SweepResult", "default_workers", "run_sweep"]
 
@@ -64,13 +65,24 @@ class _Progress:
         from tdrl.utils.progress import progress_bar
 
         self.specs = specs
+        # the env steps each run really trains (its budget rounded up to whole collects)
+        self.totals = [planned_env_steps(s) for s in specs]
+        # steps done before this sweep (finished or resumed runs) are its start, not
+        # progress made at some rate
         self.bar = progress_bar(
-            total=sum(s.env_steps for s in specs), desc="sweep", disable=not show, unit="step"
+            total=sum(self.totals),
+            desc="sweep",
+            disable=not show,
+            unit="step",
+            initial=self._steps(),
         )
         self.state: tuple[int, ...] = ()
 
+    def _steps(self) -> int:
+        return sum(min(s.progress(), t) for s, t in zip(self.specs, self.totals))
+
     def update(self, running: list[RunSpec], done: int, failed: int) -> None:
-        steps = sum(min(s.progress(), s.env_steps) for s in self.specs)
+        steps = self._steps()
         state = (steps, done, len(running), failed)
         if state == self.state:
             return

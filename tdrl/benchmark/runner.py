@@ -31,13 +31,14 @@ from tdrl.benchmark.plan import (
     SPEC_FILE,
     RunSpec,
     epochs_for_budget,
+    plan_budget,
     read_json,
     run_lock,
     write_json,
 )
 from tdrl.utils.logger.base import BaseLogger
 
-__all__ = ["BenchLogger", "main", "prepare_run", "run"]
+__all__ = ["BenchLogger", "main", "planned_env_steps", "prepare_run", "run"]
 
 CHECKPOINT_FILE = "checkpoint.pt"
 WANDB_ID_FILE = "wandb_id.txt"
@@ -165,21 +166,41 @@ def _wall_at(run_dir: Path, epoch: int) -> tuple[float, dict[str, float]]:
     return walls.get(str(epoch), float(progress.get("wall_s", 0.0))), walls
 
 
-def _budget(spec: RunSpec) -> tuple[int, int, dict[str, Any]]:
-    """The run's epochs, env steps per epoch and preset overrides: ``spec.env_steps`` mapped
-    onto epochs of about the preset's ``step_per_epoch``, and no stop threshold (a
-    benchmark never stops early)."""
+def _budget(spec: RunSpec) -> tuple[int, int, int | None, dict[str, Any]]:
+    """The run's epochs, steps per epoch, env-step total and preset overrides.
+
+    Online, ``spec.env_steps`` is rounded up to whole collects (:func:`plan_budget`) and
+    the trainer ends the run at that total (``max_env_steps``); offline (no env steps),
+    the budget counts gradient steps in epochs of about the preset's length. No stop
+    threshold: a benchmark never stops early."""
     from tdrl import presets
 
     base: Any = presets.preset(spec.algo, spec.task, **spec.overrides)
-    epochs, per_epoch = epochs_for_budget(int(base.step_per_epoch), spec.env_steps)
+    per_epoch_preset = int(base.step_per_epoch)
+    total: int | None
+    if presets.entry(spec.algo, spec.task).trainer in ("onpolicy", "offpolicy"):
+        collect = getattr(base, "step_per_collect", None)
+        if collect is not None:  # a collect rounds up to a step of every env
+            envs = max(1, int(getattr(base, "training_num", 1) or 1))
+            collect = -(-int(collect) // envs) * envs
+        epochs, per_epoch, total = plan_budget(per_epoch_preset, collect, spec.env_steps)
+    else:
+        epochs, per_epoch = epochs_for_budget(per_epoch_preset, spec.env_steps)
+        total = None
     overrides = {
         **spec.overrides,
         "max_epochs": epochs,
         "step_per_epoch": per_epoch,
         "threshold": None,
     }
-    return epochs, per_epoch, overrides
+    return epochs, per_epoch, total, overrides
+
+
+def planned_env_steps(spec: RunSpec) -> int:
+    """The training env steps ``spec``'s run takes: its budget rounded up to whole
+    collects (online), or the budget itself (offline: counted in gradient steps)."""
+    total = _budget(spec)[2]
+    return spec.env_steps if total is None else total
 
 
 def _build(spec: RunSpec, run_dir: Path, overrides: dict[str, Any], resuming: bool) -> Any:
@@ -237,19 +258,21 @@ def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
     done = read_json(d / DONE_FILE)
     if done is not None:
         return done
-    epochs, per_epoch, overrides = _budget(spec)
+    epochs, per_epoch, total, overrides = _budget(spec)
     resuming = (d / CHECKPOINT_FILE).is_file()
     if not resuming:  # a start cut before its first checkpoint: begin afresh
         for stale in [*d.glob("*.csv"), d / PROGRESS_FILE]:
             stale.unlink(missing_ok=True)
     start = time.perf_counter()
     exp = _build(spec, d, overrides, resuming)
+    exp.trainer.max_env_steps = total
     record = read_json(d / SPEC_FILE) or {}
     record.update(
         library=spec.library,
         spec=spec.to_dict(),
         max_epochs=epochs,
         step_per_epoch=per_epoch,
+        env_steps_total=total,
         preset=dataclasses.asdict(exp.preset),
     )
     write_json(d / SPEC_FILE, record)

@@ -140,6 +140,10 @@ class BaseTrainer(ABC):
         logger: a ``tdrl.utils.logger`` logger (default: log nothing).
         show_progress: draw a progress bar per epoch.
         verbose: print a one-line summary per epoch.
+        max_env_steps: end the run once this many training env steps are collected (checked
+            after each collect; the epoch it ends in still ends with its test). ``None``:
+            no such limit (Tianshou has none; ``tdrl bench`` uses it to spend a budget of
+            env steps exactly, in whole collects).
     """
 
     @accepts_tianshou_names
@@ -163,6 +167,7 @@ class BaseTrainer(ABC):
         logger: BaseLogger | None = None,
         show_progress: bool = True,
         verbose: bool = True,
+        max_env_steps: int | None = None,
     ) -> None:
         if max_epochs < 1 or step_per_epoch < 1:
             raise ValueError(
@@ -194,6 +199,7 @@ class BaseTrainer(ABC):
         self.logger = logger if logger is not None else LazyLogger()
         self.show_progress = show_progress
         self.verbose = verbose
+        self.max_env_steps = max_env_steps
         self.result = TrainResult()
         self.loss_stats: dict[str, MovAvg] = {}
         self._pending_updates: list[Mapping[str, float]] = []  # not yet in loss_stats
@@ -206,6 +212,11 @@ class BaseTrainer(ABC):
         self._interrupt: str | None = None
         self._epoch_progress = 0  # training steps done in the current (unfinished) epoch
         self._resume_progress = 0  # ... restored from a mid-epoch checkpoint
+
+    @property
+    def _budget_spent(self) -> bool:
+        """Whether ``max_env_steps`` training env steps have been collected."""
+        return self.max_env_steps is not None and self.result.env_step >= self.max_env_steps
 
     def request_interrupt(self, reason: str = "interrupt") -> None:
         """Ask the run to stop at the next training-step boundary, saving a checkpoint
@@ -342,7 +353,7 @@ class BaseTrainer(ABC):
             total=self.step_per_epoch, desc=f"Epoch #{r.epoch}", disable=not self.show_progress
         ) as bar:
             bar.update(done)
-            while done < self.step_per_epoch and not self._stop:
+            while done < self.step_per_epoch and not self._stop and not self._budget_spent:
                 if self._interrupt is not None:
                     self._epoch_progress = done
                     if done == 0:  # nothing of this epoch ran: resume starts it afresh
@@ -396,7 +407,7 @@ class BaseTrainer(ABC):
             self._stop = True
         try:
             while (r.epoch < self.max_epochs or self._resume_progress) and not self._stop:
-                if self._interrupt is not None:
+                if self._interrupt is not None or self._budget_spent:
                     break
                 self._run_epoch()
             if self._interrupt is not None:

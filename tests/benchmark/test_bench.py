@@ -186,7 +186,7 @@ def test_unfinished_runs_count_at_their_last_epoch(tmp_path: Path) -> None:
 
 
 def test_budgets_and_sweep_plans() -> None:
-    assert epochs_for_budget(2048, 1_000_000) == (488, 2048)
+    assert epochs_for_budget(2048, 1_000_000) == (489, 2048)  # the last one ends at 1M
     assert epochs_for_budget(5000, 7) == (7, 1)
     specs = plan_sweep(["sac"], ["Hopper-v5", "Walker2d-v5"], 3, 100, "o")
     assert [(s.task, s.seed) for s in specs] == [
@@ -194,6 +194,32 @@ def test_budgets_and_sweep_plans() -> None:
     ]
     with pytest.raises(ValueError, match="seeds"):
         plan_sweep(["sac"], ["Hopper-v5"], 0, 100, "o")
+
+
+def test_a_budget_is_env_steps_in_whole_collects_for_every_algorithm(tmp_path: Path) -> None:
+    # PPO collects 256 steps at a time, rounded up to a step of each of its 20 envs (260):
+    # 600 steps are 3 collects (780 steps), never ten epochs of a collect each (the old
+    # planning ran 10x the budget)
+    out = tmp_path / "ppo"
+    argv = ["bench", "--algos", "ppo", "--tasks", "CartPole-v1", "--env-steps", "600"]
+    argv += ["--out", str(out), "--no-progress", "--set", "step_per_collect=256"]
+    argv += ["--set", "test_num=1", "--set", "hidden_sizes=(16,)"]
+    assert cli_main(argv) == 0
+    run = out / "ppo" / "CartPole-v1" / "seed0"
+    done = read_json(run / DONE_FILE)
+    assert done is not None and done["env_step"] == 780 and done["epochs"] == 3
+    spec = read_json(run / SPEC_FILE)
+    assert spec is not None and spec["env_steps_total"] == 780
+    assert runner_mod.planned_env_steps(RunSpec.from_dict(spec["spec"])) == 780
+
+
+def test_the_last_epoch_ends_at_the_planned_total() -> None:
+    from tdrl.benchmark.plan import plan_budget
+
+    # 489 collects of 2048 in epochs of 15 collects: the 33rd epoch is cut at 9 collects
+    assert plan_budget(30_000, 2048, 1_000_000) == (33, 30_720, 489 * 2048)
+    assert plan_budget(50_000, 2000, 2000) == (1, 2000, 2000)
+    assert plan_budget(50_000, None, 1234) == (10, 124, 1234)  # episode-based collection
 
 
 @pytest.mark.slow

@@ -53,6 +53,28 @@ def test_off_policy_counts_and_callbacks() -> None:
     assert result.timing.total_time > 0 and result.best_reward > 0
 
 
+def test_max_env_steps_ends_the_run_mid_epoch_after_a_whole_collect_and_a_test() -> None:
+    alg, train, test = _setup(DQN_CARTPOLE)
+    train.collect(n_step=64, random=True)
+    tests: list[tuple[int, int]] = []
+    result = OffPolicyTrainer(
+        alg,
+        train,
+        test_collector=test,
+        max_epochs=5,
+        step_per_epoch=100,
+        step_per_collect=10,
+        update_per_step=0.5,
+        batch_size=16,
+        test_fn=lambda epoch, step: tests.append((epoch, step)),
+        show_progress=False,
+        verbose=False,
+        max_env_steps=125,
+    ).run()
+    assert result.env_step == 130  # 13 whole collects: the first to reach 125
+    assert result.epoch == 2 and tests == [(0, 0), (1, 100), (2, 130)]
+
+
 def test_on_policy_clears_buffer_and_keeps_episode_statistics() -> None:
     alg, train, test = _setup(PPO_CARTPOLE)
     result = OnPolicyTrainer(
