@@ -16,6 +16,7 @@ import sys
 import torch
 
 import benchmarks
+from benchmarks.timing import lane_paused
 
 
 def main(argv: list[str]) -> None:
@@ -25,11 +26,12 @@ def main(argv: list[str]) -> None:
         m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("bench_")
     )
     wanted = [f"bench_{a}" if not a.startswith("bench_") else a for a in argv]
-    for name in names:
-        if wanted and name not in wanted:
-            continue
-        print(f"\n=== {name} ===", flush=True)
-        importlib.import_module(f"benchmarks.{name}").main()
+    with lane_paused():  # the long-run lane stops while anything is timed
+        for name in names:
+            if wanted and name not in wanted:
+                continue
+            print(f"\n=== {name} ===", flush=True)
+            importlib.import_module(f"benchmarks.{name}").main()
 
 
 if __name__ == "__main__":

@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+LANE_PAUSE_LOCK = Path(__file__).resolve().parent / "long" / "pause.lock"
+"""Held while a timing benchmark runs: the long-run lane (``benchmarks/long``) stops its
+runs meanwhile, so they never skew a speed figure."""
+
+
+@contextlib.contextmanager
+def lane_paused() -> Iterator[None]:
+    """Pause the long-run lane while the block runs (an exclusive ``flock`` on
+    :data:`LANE_PAUSE_LOCK`; released when the block ends or the process dies)."""
+    LANE_PAUSE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with LANE_PAUSE_LOCK.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        time.sleep(3)  # the lane polls every 2 s: its runs are stopped before timing starts
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def best_of(fn: Callable[[], object], number: int, repeat: int = 5) -> float:

@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.timing import lane_paused
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -64,17 +66,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="walltime-"))
     walls: dict[tuple[str, str], list[float]] = {}
-    for algo in args.algos.split(","):
-        for r in range(args.rounds):
-            for library in ("tdrl", "tianshou"):  # alternating
-                start = time.perf_counter()
-                wall = _run(library, algo, args.task, r, args.env_steps, out / f"round{r}")
-                walls.setdefault((algo, library), []).append(wall)
-                print(
-                    f"{algo} {library:<8} round {r}: {wall:7.1f} s "
-                    f"(process {time.perf_counter() - start:.1f} s)",
-                    flush=True,
-                )
+    with lane_paused():  # the long-run lane stops while anything is timed
+        for algo in args.algos.split(","):
+            for r in range(args.rounds):
+                for library in ("tdrl", "tianshou"):  # alternating
+                    start = time.perf_counter()
+                    wall = _run(library, algo, args.task, r, args.env_steps, out / f"round{r}")
+                    walls.setdefault((algo, library), []).append(wall)
+                    print(
+                        f"{algo} {library:<8} round {r}: {wall:7.1f} s "
+                        f"(process {time.perf_counter() - start:.1f} s)",
+                        flush=True,
+                    )
     print(f"\n{args.task}, {args.env_steps} env steps per run, {args.rounds} rounds (seeds 0..)")
     print("| algorithm | tdrl (s) | Tianshou (s) | tdrl / Tianshou | goal <= 0.5 |")
     print("|---|---|---|---|---|")
