@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from tdrl.benchmark.plan import DONE_FILE, PROGRESS_FILE, SPEC_FILE, read_json
+from tdrl.benchmark.published import published_table
 
 __all__ = [
     "LAST_K",
@@ -303,6 +304,9 @@ def _markdown(summaries: list[Summary], runs: list[RunLog], last_k: int, title: 
                 f"| {t.algo} | {t.task} | {_pm(t.final)} | {p.library} | {_pm(p.final)} "
                 f"| {diff:+.1f} | {within} |"
             )
+    published = published_table(runs)
+    if published:
+        lines += ["", *published]
     lines += ["", "![learning curves](curves.png)", ""]
     return "\n".join(lines)
 

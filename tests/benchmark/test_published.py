@@ -1,0 +1,35 @@
+"""tdrl's 1M-step runs beside Tianshou's published MuJoCo table (``tdrl report``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tdrl.benchmark.published import agreement, best_test_mean, published_table
+from tdrl.benchmark.report import RunLog
+
+
+def _run(seed: int, best: float, env_step: int = 1_000_000, budget: int = 1_000_000) -> RunLog:
+    steps = np.array([0.0, 500_000.0, float(env_step)])
+    returns = np.array([5000.0, best, best - 100])  # the untrained test scores highest
+    return RunLog("tdrl", "ppo", "Hopper-v5", seed, steps, returns, True, env_step, 1.0, budget)
+
+
+def test_the_metric_is_the_best_test_after_training_began() -> None:
+    assert best_test_mean(np.array([0, 1, 2]), np.array([9.0, 1.0, 3.0])) == 3.0
+    assert np.isnan(best_test_mean(np.array([0]), np.array([9.0])))
+
+
+def test_agreement_rules() -> None:
+    assert agreement([2609.0 + 700, 2609.0, 2609.0], 2609.0, 701.0) == "yes"
+    assert agreement([100.0, 200.0, 300.0], 2609.0, 701.0) == "no"
+    assert agreement([2609.0 + 1400], 2609.0, 701.0) == "yes (one seed)"
+    assert agreement([2609.0 + 1403], 2609.0, 701.0) == "no (one seed)"
+
+
+def test_the_table_names_env_versions_seeds_and_runs_in_progress() -> None:
+    lines = published_table([_run(0, 2500.0), _run(1, 2700.0), _run(2, 2600.0)])
+    row = next(line for line in lines if line.startswith("| ppo | Hopper-v5"))
+    assert row == "| ppo | Hopper-v5 | 2600 ± 100 | 3 (3) | 1,000,000 | 2609 ± 701 | yes |"
+    partial = published_table([_run(0, 2500.0, env_step=400_000)])
+    assert partial[-1].endswith("| 400,000 | 2609 ± 701 | in progress |")
+    assert published_table([_run(0, 2500.0, budget=100_000)]) == []  # a short sweep
