@@ -12,11 +12,18 @@ Every name below is imported on first access (module ``__getattr__``), so ``impo
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 from tdrl import gym_ids as _gym_ids
 
 __version__ = "0.1.0"
+
+# the user's torch thread count when tdrl was imported, if torch was loaded by then: a
+# later difference means the user chose it (tdrl.utils.threads); tdrl itself loads no torch
+_TORCH_THREADS_AT_IMPORT = (
+    sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+)
 
 _EXPORTS = {
     # presets and experiments

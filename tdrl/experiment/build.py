@@ -31,7 +31,6 @@ spaces, checkpoint), so a user error leaves nothing behind.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import shutil
 from pathlib import Path
@@ -58,6 +57,7 @@ from tdrl.presets import make_algorithm, registry
 from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer, TrainResult
 from tdrl.trainer.checkpoint import read_checkpoint
 from tdrl.utils.logger import make_logger
+from tdrl.utils.threads import apply_cpu_threads
 
 __all__ = [
     "TRAINERS",
@@ -285,9 +285,8 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
     checkpoint = run_dir / CHECKPOINT_FILE
     resume_state = read_checkpoint(checkpoint) if cfg.resume else None
     seed_everything(cfg.seed)
-    if "OMP_NUM_THREADS" not in os.environ:
-        # small RL networks: one intra-op thread is faster, and far faster on a busy CPU
-        torch.set_num_threads(1)
+    # small RL networks: one intra-op thread (unless the user chose; the trainer's rule)
+    apply_cpu_threads(None, "auto", report=False)
     dataset = _load_dataset(cfg)
     envs = make_envs(preset, spec)
     created = False

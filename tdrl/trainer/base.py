@@ -30,6 +30,7 @@ from tdrl.trainer.result import TrainResult
 from tdrl.utils.logger import BaseLogger, LazyLogger
 from tdrl.utils.progress import progress_bar
 from tdrl.utils.stats import MovAvg
+from tdrl.utils.threads import apply_cpu_threads, decide_cpu_threads
 
 
 def _flat_stats(stats: CollectStats) -> dict[str, float]:
@@ -140,6 +141,10 @@ class BaseTrainer(ABC):
         logger: a ``tdrl.utils.logger`` logger (default: log nothing).
         show_progress: draw a progress bar per epoch.
         verbose: print a one-line summary per epoch.
+        cpu_threads: torch intra-op threads while training: ``"auto"`` (default) uses one
+            for a small model on the CPU unless the user chose (``OMP_NUM_THREADS``,
+            ``torch.set_num_threads``; :mod:`tdrl.utils.threads`), an int sets that many,
+            ``None`` leaves torch alone.
         max_env_steps: end the run once this many training env steps are collected (checked
             after each collect; the epoch it ends in still ends with its test). ``None``:
             no such limit (Tianshou has none; ``tdrl bench`` uses it to spend a budget of
@@ -168,6 +173,7 @@ class BaseTrainer(ABC):
         show_progress: bool = True,
         verbose: bool = True,
         max_env_steps: int | None = None,
+        cpu_threads: int | str | None = "auto",
     ) -> None:
         if max_epochs < 1 or step_per_epoch < 1:
             raise ValueError(
@@ -200,6 +206,8 @@ class BaseTrainer(ABC):
         self.show_progress = show_progress
         self.verbose = verbose
         self.max_env_steps = max_env_steps
+        decide_cpu_threads([], cpu_threads)  # a bad value fails here, not at run()
+        self.cpu_threads = cpu_threads
         self.result = TrainResult()
         self.loss_stats: dict[str, MovAvg] = {}
         self._pending_updates: list[Mapping[str, float]] = []  # not yet in loss_stats
@@ -388,6 +396,7 @@ class BaseTrainer(ABC):
         Raises :class:`TrainingInterrupted` (after saving a checkpoint) when
         :meth:`request_interrupt` was called.
         """
+        apply_cpu_threads([self.algorithm], self.cpu_threads, report=self.verbose)
         start = time.perf_counter()
         if not self._initialized:
             path = self.checkpoint_path
