@@ -44,6 +44,6 @@ class OfflineTrainer(BaseTrainer):
         r.gradient_step += 1
         r.timing.update_time += time.perf_counter() - start
         self._log_update(out)
-        postfix: dict[str, Any] = {"grad": r.gradient_step}
+        postfix: dict[str, Any] = {"updates": str(r.gradient_step)}
         postfix.update(self._loss_postfix())
         return 1, postfix

@@ -90,7 +90,9 @@ class OnlineTrainer(BaseTrainer):
             self.algorithm.policy.is_within_training_step = False
             self.result.timing.update_time += time.perf_counter() - start
         r = self.result
-        postfix: dict[str, Any] = {"env_step": r.env_step, "grad": r.gradient_step}
+        # as strings: tqdm would print 20000 as 2e+4; "updates" counts update calls (an
+        # on-policy one runs many minibatch gradient steps), Tianshou's gradient_step
+        postfix: dict[str, Any] = {"env_step": str(r.env_step), "updates": str(r.gradient_step)}
         postfix.update({k: f"{v:.3f}" for k, v in self._last_train.items()})
         postfix.update(self._loss_postfix())
         return stats.n_collected_steps, postfix
