@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"final evaluation: {final.mean():.1f} ± {final.std():.1f} over {p.test_num} episodes")
     print(
         f"{ALGO} on {p.task}: best test return {best:.1f} ± {best_std:.1f} (epoch "
-        f"{best_epoch}), {frames} env steps, {time.perf_counter() - start:.1f} s; logs in {log_dir}"
+        f"{best_epoch}; the saved policy is epoch {epoch}'s), {frames} env steps, "
+        f"{time.perf_counter() - start:.1f} s; logs in {log_dir}"
     )
 
 

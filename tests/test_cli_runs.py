@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 QUICK = ["--epochs", "1", "--step-per-epoch", "100", "--training-num", "2", "--test-num", "2"]
 QUICK += ["--no-progress", "--no-plot"]
 SUMMARY = re.compile(
-    r"^dqn on CartPole-v1: best test return -?[\d.]+ ± [\d.]+ \(epoch (\d+)\), (\d+) env steps"
+    r"^dqn on CartPole-v1: best test return -?[\d.]+ ± [\d.]+ \(epoch (\d+); the saved policy "
+    r"is epoch \d+'s\), (\d+) env steps"
 )
 
 

@@ -19,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
 SUMMARY = re.compile(
-    r"^(\w+) on (\S+): best test return -?[\d.]+ ± [\d.]+ \(epoch \d+\), \d+ "
+    r"^(\w+) on (\S+): best test return -?[\d.]+ ± [\d.]+ \(epoch \d+; the saved policy is "
+    r"epoch \d+'s\), \d+ "
     r"(env|gradient) steps, [\d.]+ s; logs in \S+"
 )
 

@@ -5,7 +5,8 @@
 #                                         # then print what is left
 #   bash benchmarks/long/run.sh status    # only print what is left
 #   bash benchmarks/long/run.sh stop      # stop it: each run saves a checkpoint first
-#   bash benchmarks/long/run.sh commit    # commit the finished runs' results (no checkpoints)
+#   bash benchmarks/long/run.sh commit    # commit the runs' results so far (no checkpoints),
+#                                         # with the report and the README table rendered
 #
 # Start it at the beginning of every stretch of work on the project: it continues where it
 # stopped, at nice 19 with one torch thread per run, and pauses while a timing benchmark
@@ -36,9 +37,17 @@ case "${1:-start}" in
         else
             echo "the lane is not running"
         fi ;;
-    commit)
-        git add benchmarks/results/mujoco-1m \
-            && git commit -q -m "mujoco-1m: lane results $(date +%F)" -- benchmarks/results/mujoco-1m \
-            && echo "committed" || echo "nothing to commit" ;;
+    commit)  # the report and the README's generated table first, so they match the results;
+        # the lane is paused meanwhile (its pause lock), so no run writes in between
+        touch benchmarks/long/pause.lock
+        PY="$PY" flock -x benchmarks/long/pause.lock bash -c '
+            sleep 3
+            "$PY" -m tdrl.cli report benchmarks/results/mujoco-1m \
+                --title "MuJoCo at 1M env steps (the long-run lane)" >/dev/null
+            "$PY" scripts/render_tables.py >/dev/null
+            git add benchmarks/results/mujoco-1m README.md \
+                && git commit -q -m "mujoco-1m: lane results $(date +%F)" \
+                    -- benchmarks/results/mujoco-1m README.md \
+                && echo "committed" || echo "nothing to commit"' ;;
     *) echo "run.sh: expected start, status, stop or commit, got '$1'" >&2; exit 2 ;;
 esac

@@ -78,7 +78,9 @@ def run_to_threshold(
         "seed": seed,
         "threshold": threshold,
         "best_reward": float(result.best_reward),
-        "reached": threshold is not None and result.best_reward >= threshold,
+        # a threshold counts as reached only by a test after the first gradient step
+        "best_trained_reward": float(result.best_trained_reward),
+        "reached": threshold is not None and result.best_trained_reward >= threshold,
         "env_step": int(result.env_step),
         "gradient_step": int(getattr(result, "gradient_step", 0) or 0),
         "seconds": round(seconds, 1),
@@ -100,6 +102,9 @@ def seed_table(records: list[dict[str, Any]]) -> str:
     ...        "env_step": 100, "gradient_step": 10, "seconds": 1.0}
     >>> print(seed_table([{**rec, "seed": s} for s in range(5)]).splitlines()[-1])
     | dqn | CartPole-v1 | 195.0 | 5/5 | 100 env | 1.0 | yes |
+    >>> untrained = {**rec, "seed": 4, "env_step": 0, "gradient_step": 0}
+    >>> print(seed_table([{**rec, "seed": s} for s in range(4)] + [untrained]).splitlines()[-1])
+    | dqn | CartPole-v1 | 195.0 | 4/5 | 100 env | 1.0 | yes |
     """
     rows = [
         "| algorithm | task | threshold | seeds reaching it | steps (median) "
@@ -110,7 +115,9 @@ def seed_table(records: list[dict[str, Any]]) -> str:
     for r in records:
         groups.setdefault((r["algo"], r["task"]), []).append(r)
     for (algo, task), rs in sorted(groups.items()):
-        ok = [r for r in rs if r["reached"]]
+        # a threshold reached before the first gradient step is no success (records from
+        # before best_trained_reward was recorded can hold such a run)
+        ok = [r for r in rs if r["reached"] and r.get("gradient_step", 1) > 0]
         # online runs count env steps; offline runs (no env step) gradient steps
         offline = all(r["env_step"] == 0 for r in rs)
         unit, key = ("gradient", "gradient_step") if offline else ("env", "env_step")

@@ -237,19 +237,25 @@ def summary_line(
     algo: str, task: str, result: Any, seconds: float, run_dir: str | Path, offline: bool = False
 ) -> str:
     """The last line ``tdrl train`` and every recipe print: ``ALGO on TASK: best test return
-    X ± Y (epoch E), N env steps, T s; logs in DIR`` (``offline``: ``N gradient steps``), for
-    a trainer's result (``best_reward``, ``best_reward_std``, ``best_epoch``, ``env_step``,
-    ``gradient_step``).
+    X ± Y (epoch E; the saved policy is epoch L's), N env steps, T s; logs in DIR``
+    (``offline``: ``N gradient steps``), for a trainer's result. The best return is the
+    best test after training began (``best_trained_reward``; an untrained policy's score
+    is not credited), and the saved policy (``policy.pt``, :func:`load_policy`) is the one
+    after the last epoch.
 
     >>> from types import SimpleNamespace
-    >>> r = SimpleNamespace(best_reward=200.0, best_reward_std=0.0, best_epoch=3,
-    ...                     env_step=9190, gradient_step=900)
+    >>> r = SimpleNamespace(best_trained_reward=200.0, best_trained_reward_std=0.0,
+    ...                     best_trained_epoch=3, epoch=4, env_step=9190, gradient_step=900)
     >>> print(summary_line("dqn", "CartPole-v1", r, 2.34, "d"))
-    dqn on CartPole-v1: best test return 200.0 ± 0.0 (epoch 3), 9190 env steps, 2.3 s; logs in d
-    """
+    dqn on CartPole-v1: best test return 200.0 ± 0.0 (epoch 3; the saved policy is epoch 4's), 9190 env steps, 2.3 s; logs in d
+    """  # noqa: E501
     steps = f"{result.gradient_step} gradient steps" if offline else f"{result.env_step} env steps"
-    return (
-        f"{algo} on {task}: best test return {result.best_reward:.1f} ± "
-        f"{result.best_reward_std:.1f} (epoch {result.best_epoch}), {steps}, {seconds:.1f} s; "
-        f"logs in {run_dir}"
-    )
+    if result.best_trained_reward == float("-inf"):
+        best = "no test after training began"
+    else:
+        best = (
+            f"best test return {result.best_trained_reward:.1f} ± "
+            f"{result.best_trained_reward_std:.1f} (epoch {result.best_trained_epoch}; "
+            f"the saved policy is epoch {result.epoch}'s)"
+        )
+    return f"{algo} on {task}: {best}, {steps}, {seconds:.1f} s; logs in {run_dir}"

@@ -7,7 +7,9 @@ on it after every test (and on training returns when ``test_in_train``), as in T
 except that a run never stops before it trained: the initial test of an untrained policy
 cannot end it (Tianshou stops there when the random policy already reaches the threshold,
 reporting success for 0 steps of training), nor can a training return before the first
-gradient step.
+gradient step. ``best_reward`` counts that initial test, as Tianshou's does; ``stop_fn``
+is given ``best_trained_reward``, the best test after the first gradient step, so a high
+score of the untrained policy cannot end a run later either (docs/differences.md).
 
 :meth:`BaseTrainer.request_interrupt` (what the launcher's SIGINT/SIGTERM handler calls)
 ends the run at the next training-step boundary: a checkpoint of that point is written and
@@ -249,6 +251,8 @@ class BaseTrainer(ABC):
             "best_reward": r.best_reward,
             "best_reward_std": r.best_reward_std,
             "best_epoch": r.best_epoch,
+            "best_trained": [r.best_trained_reward, r.best_trained_reward_std],
+            "best_trained_epoch": r.best_trained_epoch,
             "loss_stats": {k: v.state_dict() for k, v in self.loss_stats.items()},
             "epoch_progress": self._epoch_progress,
         }
@@ -260,6 +264,13 @@ class BaseTrainer(ABC):
             setattr(r, key, int(state[key]))
         r.best_reward = float(state["best_reward"])
         r.best_reward_std = float(state["best_reward_std"])
+        # checkpoints from before best_trained existed: the best, when it was trained
+        trained_best = state.get("best_trained")
+        if trained_best is None and r.best_epoch > 0:
+            trained_best = [r.best_reward, r.best_reward_std]
+        if trained_best is not None:
+            r.best_trained_reward, r.best_trained_reward_std = map(float, trained_best)
+            r.best_trained_epoch = int(state.get("best_trained_epoch", r.best_epoch))
         self.loss_stats = {}
         self._pending_updates = []
         for k, v in state.get("loss_stats", {}).items():
@@ -304,6 +315,9 @@ class BaseTrainer(ABC):
             r.best_reward, r.best_reward_std, r.best_epoch = mean, std, r.epoch
             if self.save_best_fn:
                 self.save_best_fn(self.algorithm)
+        if self.trained and mean > r.best_trained_reward:
+            r.best_trained_reward, r.best_trained_reward_std = mean, std
+            r.best_trained_epoch = r.epoch
         self.logger.log_test_data(_flat_stats(stats), self._test_log_step())
         r.timing.test_time += time.perf_counter() - start
         return stats
@@ -376,7 +390,7 @@ class BaseTrainer(ABC):
         self._epoch_progress = 0
         if not self._stop and self.test_collector is not None:
             stats = self._test_step()
-            if self.stop_fn and self.trained and self.stop_fn(r.best_reward):
+            if self.stop_fn and self.trained and self.stop_fn(r.best_trained_reward):
                 self._stop = True
             if self.verbose:
                 mean = stats.returns_stat.mean if stats.returns_stat else float("nan")
@@ -411,7 +425,7 @@ class BaseTrainer(ABC):
             and self.test_collector is not None
             and self.trained  # a resumed run that already reached it
             and not self._resume_progress
-            and self.stop_fn(r.best_reward)
+            and self.stop_fn(r.best_trained_reward)
         ):
             self._stop = True
         try:

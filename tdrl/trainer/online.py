@@ -73,7 +73,7 @@ class OnlineTrainer(BaseTrainer):
             and self.stop_fn(stats.returns_stat.mean)
         ):
             self._test_step()
-            if self.stop_fn(r.best_reward):
+            if self.stop_fn(r.best_trained_reward):
                 self._stop = True
         return stats
 

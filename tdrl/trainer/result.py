@@ -33,6 +33,12 @@ class TrainResult:
     best_reward: float = float("-inf")
     best_reward_std: float = 0.0
     best_epoch: int = 0
+    best_trained_reward: float = float("-inf")
+    """The best test mean after the first gradient step (``best_reward``, as Tianshou's,
+    also counts the test of the untrained policy before the first epoch): what stop
+    thresholds, seed sweeps and reports judge."""
+    best_trained_reward_std: float = 0.0
+    best_trained_epoch: int = 0
     epoch: int = 0
     env_step: int = 0
     env_episode: int = 0

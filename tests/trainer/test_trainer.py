@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
@@ -113,6 +114,33 @@ def test_stop_fn_ends_training_early_but_never_before_training() -> None:
     ).run()
     assert result.stopped_early and result.epoch == 1
     assert result.env_step == 20 and result.gradient_step > 0
+
+
+def test_an_untrained_score_is_never_credited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The initial test scores 500 (scripted), every later one 10: best_reward keeps the
+    500 (Tianshou's), but stop_fn sees the trained best, so a threshold of 195 is never
+    reached and the run trains all its epochs."""
+    alg, train, test = _setup(DQN_CARTPOLE)
+    train.collect(n_step=16, random=True)
+    real = test.collect
+    scores = iter([500.0] + [10.0] * 10)
+
+    def scripted(**kwargs: Any) -> Any:
+        stats = real(**kwargs)
+        stats.returns_stat = dataclasses.replace(stats.returns_stat, mean=next(scores))
+        return stats
+
+    monkeypatch.setattr(test, "collect", scripted)
+    seen: list[float] = []
+    result = OffPolicyTrainer(
+        alg, train, test_collector=test, max_epochs=3, step_per_epoch=20, step_per_collect=10,
+        batch_size=4, stop_fn=lambda best: seen.append(best) or best >= 195,
+        show_progress=False, verbose=False,
+    ).run()  # fmt: skip
+    assert not result.stopped_early and result.epoch == 3
+    assert result.best_reward == 500.0 and result.best_epoch == 0
+    assert result.best_trained_reward == 10.0 and result.best_trained_epoch == 1
+    assert seen == [10.0, 10.0, 10.0]
 
 
 def test_offline_trainer_counts_gradient_steps() -> None:
