@@ -304,6 +304,15 @@ def run_config(cfg: ExperimentConfig, debug: bool = False) -> int:
     """Train an :class:`~tdrl.experiment.config.ExperimentConfig`; the exit status: 0 done,
     2 a user error (one line on stderr), 1 an OS error (a full disk), 130/143 interrupted by
     SIGINT/SIGTERM (after saving a checkpoint)."""
+    try:  # the checks that need no torch first: a typo is reported in well under 2 s
+        from tdrl.experiment.preflight import preflight
+
+        preflight(cfg)
+    except Exception as exc:
+        if debug or not is_user_error(exc):
+            raise
+        print(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, file=sys.stderr)
+        return 2
     try:
         from tdrl.experiment.build import run_experiment
         from tdrl.trainer import TrainingInterrupted

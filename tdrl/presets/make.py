@@ -27,12 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["check_action_space", "make_algorithm"]
 
-_SPACES = {
-    "discrete": ((gym.spaces.Discrete,), "a Discrete"),
-    "continuous": ((gym.spaces.Box,), "a Box"),
-    "any": ((gym.spaces.Discrete, gym.spaces.Box), "a Discrete or Box"),
-}
-
 
 def check_action_space(algo: str, task: str, action_space: gym.Space) -> None:
     """Raise a one-line :class:`~tdrl.errors.PresetError` if ``algo`` cannot act in it.
@@ -43,9 +37,7 @@ def check_action_space(algo: str, task: str, action_space: gym.Space) -> None:
     ...
     tdrl.errors.PresetError: dqn needs a Discrete action space; Pendulum-v1 has Box(...)
     """
-    kinds, text = _SPACES[registry.entry(algo, task).action_space]
-    if not isinstance(action_space, kinds):
-        raise PresetError(f"{algo} needs {text} action space; {task} has {action_space}")
+    registry.check_action_space(algo, task, action_space)
 
 
 def make_algorithm(

@@ -64,6 +64,7 @@ __all__ = [
     "Preset",
     "PresetError",
     "algorithms",
+    "check_action_space",
     "check_dataset",
     "default_task",
     "entry",
@@ -406,6 +407,27 @@ class Entry:
             takes_training = "training" in inspect.signature(wrap).parameters
             env = wrap(env, p, training=training) if takes_training else wrap(env, p)
         return env
+
+
+def check_action_space(algo: str, task: str, action_space: Any) -> None:
+    """Raise a one-line :class:`PresetError` if ``algo`` cannot act in ``action_space``
+    (the kind its entry declares: discrete, continuous or any); imports only gymnasium.
+
+    >>> import gymnasium as gym
+    >>> check_action_space("dqn", "Pendulum-v1", gym.spaces.Box(-2.0, 2.0, (1,)))
+    Traceback (most recent call last):
+    ...
+    tdrl.errors.PresetError: dqn needs a Discrete action space; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)
+    """  # noqa: E501
+    import gymnasium as gym
+
+    kinds, text = {
+        "discrete": ((gym.spaces.Discrete,), "a Discrete"),
+        "continuous": ((gym.spaces.Box,), "a Box"),
+        "any": ((gym.spaces.Discrete, gym.spaces.Box), "a Discrete or Box"),
+    }[entry(algo, task).action_space]
+    if not isinstance(action_space, kinds):
+        raise PresetError(f"{algo} needs {text} action space; {task} has {action_space}")
 
 
 def _import(path: str) -> Any:
