@@ -150,13 +150,19 @@ def gather(
             plot=False,
         )
         exp = build_experiment(cfg)
-        result = exp.run()
+        result = exp.run(summary=False)  # its logs go with the temporary directory
     threshold = exp.preset.threshold
-    if threshold is not None and result.best_reward < threshold:
+    best = result.best_trained_reward  # a test after training began
+    if threshold is not None and best < threshold:
         raise GatherError(
-            f"{expert} on {task} reached {result.best_reward:.1f}, below its threshold "
+            f"{expert} on {task} reached {best:.1f}, below its threshold "
             f"{threshold}: no dataset written"
         )
+    print(
+        f"gather: the expert {expert} reached a test return of {best:.1f} in "
+        f"{result.env_step} env steps (its training logs are not kept)",
+        flush=True,
+    )
     policy = exp.algorithm.policy
     preset, entry = exp.preset, exp.entry
     env = DummyVectorEnv([lambda: entry.make_env(task, preset, training=True)])
@@ -180,7 +186,7 @@ def gather(
     except BaseException:
         os.unlink(tmp)
         raise
-    return {**stats, "best_reward": float(result.best_reward), "out": str(out)}
+    return {**stats, "best_reward": best, "out": str(out)}
 
 
 def main(argv: list[str]) -> int:

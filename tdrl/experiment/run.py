@@ -125,10 +125,11 @@ class Experiment:
         seconds = warmup(self.algorithm, data, getattr(p, "batch_size", None))
         print(f"compiled the update in {seconds:.1f} s", flush=True)
 
-    def run(self) -> TrainResult:
+    def run(self, summary: bool = True) -> TrainResult:
         """Train, close the envs, save ``policy.pt``, draw ``curve.png`` and print the
-        summary line: ``ALGO on TASK: best test return X ± Y (epoch E), N env steps, T s;
-        logs in DIR`` (offline: ``N gradient steps``).
+        summary line (unless ``summary=False``, for a caller that removes the run
+        directory): ``ALGO on TASK: best test return X ± Y (epoch E; the saved policy is
+        epoch L's), N env steps, T s; logs in DIR`` (offline: ``N gradient steps``).
 
         SIGINT/SIGTERM end training at the next step: ``checkpoint.pt`` and ``policy.pt``
         are saved and :class:`~tdrl.trainer.TrainingInterrupted` is raised.
@@ -147,7 +148,7 @@ class Experiment:
             self.close()
         self.save_policy()
         seconds = time.perf_counter() - start
-        summary = summary_line(
+        line = summary_line(
             cfg.algo, self.preset.task, result, seconds, self.run_dir, offline=self.offline
         )
         if cfg.plot:
@@ -163,5 +164,6 @@ class Experiment:
                 print(f"learning curve: {out}", flush=True)
             except (FileNotFoundError, KeyError, ValueError) as exc:  # e.g. nothing tested
                 print(f"no learning curve: {exc}", flush=True)
-        print(summary, flush=True)  # the last line of every run
+        if summary:
+            print(line, flush=True)  # the last line of every run
         return result

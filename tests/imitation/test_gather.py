@@ -72,8 +72,8 @@ def test_missed_threshold_writes_nothing_and_exits_1(
     class Fake:
         preset = SimpleNamespace(threshold=195.0)
 
-        def run(self) -> Any:
-            return SimpleNamespace(best_reward=20.0)
+        def run(self, summary: bool = True) -> Any:
+            return SimpleNamespace(best_reward=20.0, best_trained_reward=20.0, env_step=100)
 
     monkeypatch.setattr(tdrl.experiment, "build_experiment", lambda cfg: Fake())
     out = tmp_path / "d.hdf5"
@@ -88,8 +88,11 @@ def test_gather_small_cartpole_dataset(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert cli_main(["gather", "dqn", "CartPole-v1", "--steps", "600", "--no-progress"]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    out = capsys.readouterr().out
+    last = out.strip().splitlines()[-1]
     assert last.startswith("gather: wrote 600 transitions (") and "dqn-CartPole-v1.hdf5" in last
+    # the expert's logs live in a directory gather removes: no line may point there
+    assert "logs in" not in out and "gather: the expert dqn reached a test return" in out
     assert [p.name for p in tmp_path.iterdir()] == ["dqn-CartPole-v1.hdf5"]
     buf = load_dataset("dqn-CartPole-v1.hdf5")
     info = describe(buf)
