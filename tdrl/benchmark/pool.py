@@ -87,6 +87,13 @@ class _Progress:
         if state == self.state:
             return
         self.state = state
+        if self.bar.disable:  # --no-progress: one line per change (an epoch, a run's end)
+            print(
+                f"sweep: {steps:,}/{sum(self.totals):,} env steps; runs {done}/"
+                f"{len(self.specs)} done, {len(running)} running, {failed} failed",
+                flush=True,
+            )
+            return
         self.bar.update(max(0, steps - self.bar.n))
         self.bar.set_postfix(
             runs=f"{done}/{len(self.specs)}", running=len(running), failed=failed, refresh=False

@@ -343,7 +343,11 @@ def plot_curves(runs: Sequence[RunLog], out: str | os.PathLike[str], title: str 
                     continue
                 x, mean, std = _mean_curve(rs)
                 label = algo.upper() if lib == "tdrl" else f"{algo.upper()} ({lib})"
-                (line,) = ax.plot(x, mean, styles[lib], color=colours[algo], lw=1.6, label=label)
+                marker = "o" if len(x) <= 30 else None  # sparse tests: mark the points
+                (line,) = ax.plot(
+                    x, mean, styles[lib], color=colours[algo], lw=1.6, marker=marker, ms=3,
+                    label=label,
+                )  # fmt: skip
                 ax.fill_between(x, mean - std, mean + std, color=colours[algo], alpha=0.15, lw=0)
                 handles.setdefault(label, line)
         ax.set_title(task)

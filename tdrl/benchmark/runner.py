@@ -108,7 +108,8 @@ class BenchLogger(BaseLogger):
 
 
 def _make_loggers(spec: RunSpec, run_dir: Path, preset: Any) -> list[BaseLogger]:
-    """CSV, plus the spec's W&B (offline unless configured) or TensorBoard logger."""
+    """CSV, plus the spec's W&B (offline unless ``WANDB_MODE=online``) or TensorBoard
+    logger."""
     from tdrl.utils.logger import CSVLogger
 
     loggers: list[BaseLogger] = [CSVLogger(run_dir)]
@@ -122,8 +123,8 @@ def _make_loggers(spec: RunSpec, run_dir: Path, preset: Any) -> list[BaseLogger]
         id_file = run_dir / WANDB_ID_FILE
         if not id_file.is_file():
             id_file.write_text(f"{spec.name}-{secrets.token_hex(4)}".replace("/", "-"))
-        if "WANDB_MODE" not in os.environ and not _wandb_configured():
-            os.environ["WANDB_MODE"] = "offline"
+        # offline unless WANDB_MODE says otherwise, as tdrl train (WandbLogger's rule): a
+        # logged-in account does not send a benchmark online by itself
         loggers.append(
             WandbLogger(
                 project=spec.wandb_project,
@@ -135,18 +136,6 @@ def _make_loggers(spec: RunSpec, run_dir: Path, preset: Any) -> list[BaseLogger]
             )
         )
     return loggers
-
-
-def _wandb_configured() -> bool:
-    """Whether the user has a W&B account configured (an API key in the environment or
-    in ``~/.netrc``): then runs log online, else offline."""
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    netrc = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
-    try:
-        return "api.wandb.ai" in netrc.read_text()
-    except OSError:
-        return False
 
 
 def prepare_run(spec: RunSpec) -> Path:

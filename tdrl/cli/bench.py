@@ -8,7 +8,8 @@
 Each run (seeds ``0 .. S-1``) trains for ``N`` env steps with its preset (MuJoCo presets
 for the v5 tasks), never stopping early, in its own process, ``K`` at a time (default: one
 per CPU core); see :mod:`tdrl.benchmark`. Its logs go to ``DIR/ALGO/TASK/seedS/``: CSV
-always, plus W&B (the default; offline unless an account is configured) or TensorBoard.
+always, plus W&B (the default; offline unless ``WANDB_MODE=online``, as ``tdrl train``) or
+TensorBoard.
 Re-running the same command skips the finished runs and resumes the interrupted ones from
 their checkpoints. At the end ``DIR/report.md`` and ``DIR/curves.png`` are written
 (``tdrl report DIR`` rewrites them). A bad flag exits with status 2 and one line.
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--logger",
         choices=("wandb", "tensorboard", "csv"),
         default="wandb",
-        help="beside the CSV (W&B: offline unless an account is configured)",
+        help="beside the CSV (W&B: offline unless WANDB_MODE=online, as tdrl train)",
     )
     p.add_argument(
         "--workers", type=positive_int, default=None, help="runs at a time (default: cores)"

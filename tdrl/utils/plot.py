@@ -109,25 +109,54 @@ def discover_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[Path, list[Pa
     return found
 
 
+_NOT_CONFIG = {"algo", "task", "seed", "logdir", "log_dir", "run_dir", "checkpoint", "logger"}
+"""``config.yaml`` keys that do not make a different configuration (where and how a run
+logs, its seed)."""
+
+
+def _config(run: Path) -> dict[str, object]:
+    """A run's ``config.yaml`` as a dict (empty without one or when unreadable)."""
+    cfg = run / "config.yaml"
+    if not cfg.is_file():
+        return {}
+    try:
+        import yaml
+
+        data = yaml.safe_load(cfg.read_text())
+    except Exception:  # a hand-edited file: fall back to the name
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _identity(run: Path) -> tuple[str, str] | None:
     """``(algo, task)`` of a run: its ``config.yaml``, else its directory name."""
-    cfg = run / "config.yaml"
-    if cfg.is_file():
-        try:
-            import yaml
-
-            data = yaml.safe_load(cfg.read_text())
-            if isinstance(data, dict) and data.get("algo") and data.get("task"):
-                return str(data["algo"]), str(data["task"])
-        except Exception:  # a hand-edited file: fall back to the name
-            pass
+    data = _config(run)
+    if data.get("algo") and data.get("task"):
+        return str(data["algo"]), str(data["task"])
     m = _RUN_NAME.match(run.name)
     return (m.group("algo"), m.group("task")) if m else None
 
 
+def _by_configuration(label: str, runs: list[Path]) -> dict[str, list[Path]]:
+    """Split one algorithm-and-task group by configuration (``config.yaml`` beside the
+    seed and the log settings); each part's label names the values that differ."""
+    configs = [{k: v for k, v in _config(r).items() if k not in _NOT_CONFIG} for r in runs]
+    keys = sorted({k for c in configs for k in c})
+    differ = [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
+    if not differ:
+        return {label: runs}
+    parts: dict[str, list[Path]] = {}
+    for run, c in zip(runs, configs):
+        what = ", ".join(f"{k}={c.get(k)}" for k in differ)
+        parts.setdefault(f"{label} [{what}]", []).append(run)
+    return parts
+
+
 def group_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[str, list[Path]]:
-    """Runs grouped by algorithm and task (``"ALGO on TASK"``); runs without either are
-    grouped by the command-line path they were found under.
+    """Runs grouped by algorithm, task and configuration (``"ALGO on TASK"``, with the
+    differing settings in brackets when runs of one algorithm and task were configured
+    differently); runs without algorithm and task are grouped by the command-line path
+    they were found under.
 
     >>> import tempfile
     >>> from tdrl.utils.logger import CSVLogger
@@ -152,7 +181,10 @@ def group_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[str, list[Path]]
             else:
                 label = given.name or str(given)
             groups.setdefault(label, []).append(run)
-    return groups
+    out: dict[str, list[Path]] = {}
+    for label, runs in groups.items():
+        out.update(_by_configuration(label, runs))
+    return out
 
 
 def align(
@@ -223,6 +255,16 @@ def _x_words(run: Path, key: str, is_offline: OfflineTest | None = None) -> str:
     return {"update": "gradient steps", "info": "epochs", "save": "epochs"}.get(scope, "env steps")
 
 
+SPARSE_POINTS = 30
+"""A curve with at most this many points is drawn with a marker at each."""
+
+
+def _task_of(label: str) -> str:
+    """The task of a group label ``"ALGO on TASK [...]"`` (``""`` for other labels)."""
+    rest = label.split(" on ", 1)[1] if " on " in label else ""
+    return rest.split(" [", 1)[0]
+
+
 def plot_runs(
     run_dirs: Sequence[str | os.PathLike[str]],
     key: str = DEFAULT_KEY,
@@ -230,7 +272,8 @@ def plot_runs(
     title: str | None = None,
     is_offline: OfflineTest | None = None,
 ) -> Path:
-    """Draw one mean ± std band of ``key`` per algorithm and task; save a PNG to ``out``.
+    """Draw one mean ± std band of ``key`` per algorithm, task and configuration, one
+    panel per task, markers on sparse curves; save a PNG to ``out``.
 
     :param run_dirs: run directories, or directories to search for runs.
     :param key: the logged key, e.g. ``"test/returns_stat/mean"``.
@@ -249,7 +292,13 @@ def plot_runs(
         raise ValueError("run_dirs: expected at least one run directory, got none")
     groups = group_runs(run_dirs)
     y_words = _KEY_WORDS.get(key, key)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    # one panel per task (a group's task: the text after " on ", else one shared panel)
+    tasks = sorted({_task_of(label) for label in groups})
+    cols = min(3, len(tasks))
+    rows = -(-len(tasks) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7 if cols == 1 else 5.2 * cols, 4.5 * rows),
+                             squeeze=False)  # fmt: skip
+    panels = dict(zip(tasks, axes.flat))
     x_words = "env steps"
     drawn = 0
     for label, runs in groups.items():
@@ -257,18 +306,29 @@ def plot_runs(
         curves = [c for c in curves if len(c[0])]
         if not curves:
             continue
+        ax = panels[_task_of(label)]
         x_words = _x_words(runs[0], key, is_offline)
         steps, mean, std, _ = align(curves)
         n = len(curves)
-        (line,) = ax.plot(steps, mean, label=f"{label} ({n} run{'s' if n > 1 else ''})")
+        # sparse tests (a few per run) get markers: a straight segment between two far
+        # points would otherwise read as measured progress in between
+        marker = "o" if len(steps) <= SPARSE_POINTS else None
+        (line,) = ax.plot(
+            steps, mean, marker=marker, ms=3, label=f"{label} ({n} run{'s' if n > 1 else ''})"
+        )
         ax.fill_between(steps, mean - std, mean + std, color=line.get_color(), alpha=0.25)
         drawn += 1
-    ax.set_xlabel(x_words)
-    ax.set_ylabel(y_words + (" (mean ± std over runs)" if drawn else ""))
-    ax.set_title(title or f"{y_words} vs {x_words}")
-    ax.grid(alpha=0.3)
-    if drawn:
-        ax.legend()
+    for task, ax in panels.items():
+        ax.set_xlabel(x_words)
+        ax.set_ylabel(y_words + (" (mean ± std over runs)" if drawn else ""))
+        ax.set_title(task if len(panels) > 1 else (title or f"{y_words} vs {x_words}"))
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    if len(panels) > 1:
+        fig.suptitle(title or f"{y_words} vs {x_words}")
     fig.tight_layout()
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -54,3 +54,50 @@ def test_plot_main_groups_and_errors(tmp_path, capsys) -> None:
     assert "key 'test/nope' not logged" in capsys.readouterr().err
     with pytest.raises(ValueError, match="run_dirs: expected at least one"):
         plot_runs([], out=out)
+
+
+def _run(root, name: str, task: str, lr: float, points: int) -> None:
+    import yaml
+
+    d = root / name
+    logger = CSVLogger(d)
+    for i in range(points):
+        logger.log_test_data({"returns_stat": {"mean": float(i)}}, i * 100)
+    algo = name.split("-")[0]
+    (d / "config.yaml").write_text(
+        yaml.safe_dump({"algo": algo, "task": task, "seed": 0, "lr": lr, "logdir": str(root)})
+    )
+
+
+def test_runs_are_grouped_by_configuration_and_drawn_one_panel_per_task(tmp_path) -> None:
+    import matplotlib.pyplot as plt
+
+    from tdrl.utils.plot import group_runs
+
+    _run(tmp_path, "dqn-CartPole-v1-seed0", "CartPole-v1", 1e-3, 40)
+    _run(tmp_path, "dqn-CartPole-v1-seed1", "CartPole-v1", 1e-3, 40)
+    _run(tmp_path, "dqn-CartPole-v1-seed0-2", "CartPole-v1", 3e-4, 40)
+    _run(tmp_path, "ppo-Pendulum-v1-seed0", "Pendulum-v1", 1e-3, 3)
+    groups = group_runs([tmp_path])
+    assert sorted((label, len(runs)) for label, runs in groups.items()) == [
+        ("dqn on CartPole-v1 [lr=0.0003]", 1),
+        ("dqn on CartPole-v1 [lr=0.001]", 2),  # seeds differ, nothing else: one band
+        ("ppo on Pendulum-v1", 1),
+    ]
+    figures: list = []
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, *args, **kwargs):  # type: ignore[no-untyped-def]
+        figures.append(fig)
+        return real_savefig(fig, *args, **kwargs)
+
+    plt.Figure.savefig = keep  # type: ignore[method-assign]
+    try:
+        plot_runs([tmp_path], out=tmp_path / "c.png")
+    finally:
+        plt.Figure.savefig = real_savefig  # type: ignore[method-assign]
+    axes = [ax for ax in figures[0].axes if ax.get_title()]
+    assert sorted(ax.get_title() for ax in axes) == ["CartPole-v1", "Pendulum-v1"]
+    markers = {line.get_label(): line.get_marker() for ax in axes for line in ax.get_lines()}
+    assert markers["ppo on Pendulum-v1 (1 run)"] == "o"  # 3 points: marked
+    assert markers["dqn on CartPole-v1 [lr=0.001] (2 runs)"] in ("None", None, "")
