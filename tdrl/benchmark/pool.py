@@ -88,6 +88,8 @@ class _Progress:
             return
         self.state = state
         if self.bar.disable:  # --no-progress: one line per change (an epoch, a run's end)
+            if not self.specs:
+                return
             print(
                 f"sweep: {steps:,}/{sum(self.totals):,} env steps; runs {done}/"
                 f"{len(self.specs)} done, {len(running)} running, {failed} failed",
