@@ -106,9 +106,20 @@ def oracle(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Build the documentation site (mkdocs-material + mkdocstrings), warnings as errors."""
     _install(session, "docs")
-    session.run(
-        "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site")
-    )
+    site = str(Path(session.create_tmp()) / "site")
+    session.run("mkdocs", "build", "--strict", "--site-dir", site)
+    # no Sphinx role may reach a page as raw text (docs/griffe_doctests.py renders them)
+    session.run("python", "-c", _NO_RAW_ROLES, site)
+
+
+_NO_RAW_ROLES = """
+import sys
+sys.path.insert(0, "docs")
+from griffe_doctests import raw_roles
+found = raw_roles(sys.argv[1])
+print(*found[:20], sep="\\n")
+sys.exit(f"{len(found)} raw reStructuredText roles in the built site" if found else 0)
+"""
 
 
 @nox.session
