@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from tdrl.algorithm.optim import GradStep
+from tdrl.algorithm.optim import GradStep, trainable
 from tdrl.algorithm.policy import _train_mode, within_training_step
 
 if TYPE_CHECKING:
@@ -246,7 +246,9 @@ def _compiled_step(gs: GradStep, jit: Callable[[Callable[..., Any]], Callable[..
         for group in groups:
             for p in group["params"]:
                 p.grad = None
-        loss.backward(inputs=params, retain_graph=retain_graph)
+        inputs = trainable(params)
+        if inputs:
+            loss.backward(inputs=inputs, retain_graph=retain_graph)
         compiled()
 
     return step

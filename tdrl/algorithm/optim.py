@@ -18,7 +18,7 @@ import torch.optim.optimizer as _optim_mod
 from tensordict import TensorDictBase
 from torch import nn
 
-__all__ = ["AdamOptimizerFactory", "GradStep", "OptimizerFactory", "Stage"]
+__all__ = ["AdamOptimizerFactory", "GradStep", "OptimizerFactory", "Stage", "trainable"]
 
 
 class OptimizerFactory:
@@ -92,6 +92,18 @@ class AdamOptimizerFactory(OptimizerFactory):
         return super().create(plist)
 
 
+def trainable(params: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The parameters that take gradients now (a frozen layer, ``requires_grad=False``,
+    such as a pretrained encoder or Tianshou's ``NoisyLinear`` noise, is left out:
+    ``backward(inputs=...)`` refuses a tensor that does not require grad).
+
+    >>> w, frozen = torch.zeros(2, requires_grad=True), torch.zeros(2)
+    >>> [p is w for p in trainable([w, frozen])]
+    [True]
+    """
+    return [p for p in params if p.requires_grad]
+
+
 class GradStep:
     """An optimizer with optional gradient-norm clipping: ``step(loss)`` does it all.
 
@@ -126,7 +138,9 @@ class GradStep:
                     p.grad = None
         else:
             self.optim.zero_grad(set_to_none=True)
-        loss.backward(inputs=self.params, retain_graph=retain_graph)
+        inputs = trainable(self.params)
+        if inputs:  # all frozen: nothing to learn, nothing to step
+            loss.backward(inputs=inputs, retain_graph=retain_graph)
         if self.max_grad_norm is not None:
             self._clip()
         if not self._fused_adam_step():
