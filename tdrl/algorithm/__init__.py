@@ -15,6 +15,10 @@ from typing import Any
 
 _EXPORTS = {
     "AdamOptimizerFactory": "tdrl.algorithm.optim",
+    "LRSchedulerFactory": "tdrl.algorithm.optim",
+    "LRSchedulerFactoryLinear": "tdrl.algorithm.optim",
+    "RMSpropOptimizerFactory": "tdrl.algorithm.optim",
+    "TorchOptimizerFactory": "tdrl.algorithm.optim",
     "Algorithm": "tdrl.algorithm.algorithm_base",
     "OptimizerFactory": "tdrl.algorithm.optim",
     "Policy": "tdrl.algorithm.policy",

@@ -9,6 +9,8 @@ they drive).
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +19,19 @@ import torch
 import torch.optim.optimizer as _optim_mod
 from tensordict import TensorDictBase
 from torch import nn
+from typing_extensions import Self
 
-__all__ = ["AdamOptimizerFactory", "GradStep", "OptimizerFactory", "Stage", "trainable"]
+__all__ = [
+    "AdamOptimizerFactory",
+    "GradStep",
+    "LRSchedulerFactory",
+    "LRSchedulerFactoryLinear",
+    "OptimizerFactory",
+    "RMSpropOptimizerFactory",
+    "Stage",
+    "TorchOptimizerFactory",
+    "trainable",
+]
 
 
 class OptimizerFactory:
@@ -50,10 +63,20 @@ class OptimizerFactory:
         OptimizerFactory.__init__(copy, self.optim_class, fn, **self.kwargs)
         return copy
 
+    def with_lr_scheduler_factory(self, factory: LRSchedulerFactory) -> Self:
+        """Tianshou 2.0's way to add a scheduler: ``factory.create_scheduler(optimizer)``
+        for every optimizer this creates (sets it on ``self`` and returns ``self``)."""
+        self.lr_scheduler = factory.create_scheduler
+        return self
+
     def create(self, params: Iterable[torch.Tensor]) -> tuple[torch.optim.Optimizer, Any]:
         """Return ``(optimizer, lr_scheduler or None)`` for ``params``."""
         opt = self.optim_class(list(params), **self.kwargs)
         return opt, (self.lr_scheduler(opt) if self.lr_scheduler is not None else None)
+
+    def create_instances(self, module: torch.nn.Module) -> tuple[torch.optim.Optimizer, Any]:
+        """Tianshou 2.0's name: :meth:`create` for ``module``'s parameters."""
+        return self.create(module.parameters())
 
     @staticmethod
     def coerce(spec: OptimizerFactory | float) -> OptimizerFactory:
@@ -63,6 +86,80 @@ class OptimizerFactory:
         if isinstance(spec, int | float):
             return AdamOptimizerFactory(lr=float(spec))
         raise TypeError(f"optim: expected an OptimizerFactory or a float lr, got {type(spec)}")
+
+
+class TorchOptimizerFactory(OptimizerFactory):
+    """Any torch optimizer class with its keyword arguments (Tianshou 2.0's name).
+
+    >>> opt, _ = TorchOptimizerFactory(torch.optim.SGD, lr=0.1).create_instances(
+    ...     torch.nn.Linear(2, 1))
+    >>> type(opt).__name__, opt.defaults["lr"]
+    ('SGD', 0.1)
+    """
+
+    def __init__(self, optim_class: type[torch.optim.Optimizer], **kwargs: Any) -> None:
+        super().__init__(optim_class, **kwargs)
+
+
+class RMSpropOptimizerFactory(OptimizerFactory):
+    """RMSprop with Tianshou 2.0's defaults (``lr=1e-2``, ``alpha=0.99``, ``eps=1e-8``).
+
+    >>> opt, _ = RMSpropOptimizerFactory(lr=7e-4, eps=1e-5).create_instances(
+    ...     torch.nn.Linear(2, 1))
+    >>> type(opt).__name__, opt.defaults["lr"], opt.defaults["alpha"]
+    ('RMSprop', 0.0007, 0.99)
+    """
+
+    def __init__(
+        self,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+    ) -> None:
+        super().__init__(
+            torch.optim.RMSprop,
+            lr=lr,
+            alpha=alpha,
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum=momentum,
+            centered=centered,
+        )
+
+
+class LRSchedulerFactory(ABC):
+    """Creates a learning-rate scheduler for an optimizer (Tianshou 2.0's interface)."""
+
+    @abstractmethod
+    def create_scheduler(self, optim: torch.optim.Optimizer) -> Any:
+        """The scheduler of ``optim``."""
+
+
+class LRSchedulerFactoryLinear(LRSchedulerFactory):
+    """A learning rate decaying linearly to zero over a run's updates: ``max_epochs *
+    ceil(epoch_num_steps / collection_step_num_env_steps)`` scheduler steps (one per
+    update call, as the on-policy trainers step it), Tianshou 2.0's meaning.
+
+    >>> opt, sched = TorchOptimizerFactory(torch.optim.SGD, lr=1.0).with_lr_scheduler_factory(
+    ...     LRSchedulerFactoryLinear(2, 100, 50)).create_instances(torch.nn.Linear(2, 1))
+    >>> opt.step(); sched.step(); round(opt.param_groups[0]["lr"], 3)
+    0.75
+    """
+
+    def __init__(
+        self, max_epochs: int, epoch_num_steps: int, collection_step_num_env_steps: int
+    ) -> None:
+        self.max_update_num = (
+            math.ceil(epoch_num_steps / collection_step_num_env_steps) * max_epochs
+        )
+
+    def create_scheduler(self, optim: torch.optim.Optimizer) -> Any:
+        """A ``LambdaLR`` with factor ``1 - update / max_update_num``."""
+        total = self.max_update_num
+        return torch.optim.lr_scheduler.LambdaLR(optim, lr_lambda=lambda n: 1.0 - n / total)
 
 
 class AdamOptimizerFactory(OptimizerFactory):
