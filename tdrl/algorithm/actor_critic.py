@@ -39,7 +39,7 @@ from tdrl.algorithm.algorithm_base import Algorithm
 from tdrl.algorithm.checks import require_at_least, require_unit
 from tdrl.algorithm.exploration import BaseNoise
 from tdrl.algorithm.loss_keys import weighted_mean
-from tdrl.algorithm.optim import OptimizerFactory
+from tdrl.algorithm.optim import GradStep, OptimizerFactory
 from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.data.batch import Batch
 from tdrl.utils.net import QCritic
@@ -173,6 +173,8 @@ class OffPolicyActorCritic(Algorithm):
         one-step targets).
     :param actor: the module the actor optimizer trains (default ``policy.actor``).
     :param actor_target: give the actor a soft-updated target copy ``actor_old``.
+    :param critic2_optim: Tianshou 2.0's optimizer of the second critic (``None``: the
+        critics share ``critic_optim``); the critics after the first get its settings.
 
     Subclasses implement :meth:`next_value` and register their stages with
     :meth:`_add_stage` (the critic stage is :meth:`critic_losses`).
@@ -202,6 +204,7 @@ class OffPolicyActorCritic(Algorithm):
         n_step: int = 1,
         actor: nn.Module | None = None,
         actor_target: bool = False,
+        critic2_optim: OptimizerFactory | float | None = None,
     ) -> None:
         require_unit(tau=tau, gamma=gamma)
         require_at_least(1, n_step=n_step)
@@ -220,8 +223,33 @@ class OffPolicyActorCritic(Algorithm):
         if actor_target:  # DDPG/TD3: the actor has a target copy too (same soft update)
             self.__dict__["actor_old"] = self._add_target(actor, "actor")
         self.policy_optim = self._create_optimizer(actor, policy_optim)
-        self.critic_optim = self._create_optimizer(self.critics, critic_optim)
+        self.critic_optim = self._critics_optimizer(critic_optim, critic2_optim)
         self._soft_updater(tau)
+
+    def _critics_optimizer(
+        self, critic_optim: OptimizerFactory | float, critic2_optim: OptimizerFactory | float | None
+    ) -> GradStep:
+        """One optimizer for the critics. With ``critic2_optim`` (Tianshou 2.0's separate
+        optimizer of the second critic) the critics after the first are a second parameter
+        group with its settings: the same updates as two optimizers of one class, since
+        each critic's loss term reaches only its own parameters."""
+        if critic2_optim is None or len(self.critics) < 2:
+            return self._create_optimizer(self.critics, critic_optim)
+        first: list[torch.Tensor] = list(self.critics[0].parameters())
+        rest: list[torch.Tensor] = [p for c in self.critics[1:] for p in c.parameters()]
+        opt, sched = OptimizerFactory.coerce(critic_optim).create(first)
+        opt2, sched2 = OptimizerFactory.coerce(critic2_optim).create(rest)
+        if type(opt2) is not type(opt) or (sched is None) != (sched2 is None):
+            raise ValueError(
+                "critic2_optim: expected the optimizer class (and scheduling) of critic_optim "
+                f"({type(opt).__name__}), got {type(opt2).__name__}"
+            )
+        opt.add_param_group({**opt2.defaults, "params": rest})
+        if sched is not None:
+            self.lr_schedulers.append(sched)
+        gs = GradStep(opt, first + rest)
+        self._grad_steps.append(gs)
+        return gs
 
     @staticmethod
     def twin_critics(critic: nn.Module, critic2: nn.Module | None) -> list[nn.Module]:
@@ -341,6 +369,7 @@ class SoftActorCriticParams(TypedDict, total=False):
     critic: Required[nn.Module]
     critic_optim: OptimizerFactory | float
     critic2: nn.Module | None
+    critic2_optim: OptimizerFactory | float | None
     tau: float
     gamma: float
     alpha: float | AutoAlpha
@@ -361,6 +390,8 @@ class SoftActorCritic(OffPolicyActorCritic):
     :param alpha: a fixed entropy temperature, or an :class:`AutoAlpha` (its ``"auto"``
         target entropy is :meth:`auto_target_entropy`).
     :param n_step: n-step return horizon.
+    :param critic2_optim: the second critic's optimizer settings (Tianshou 2.0's; default:
+        ``critic_optim``'s).
 
     Stages: :meth:`critic_losses` (``loss_qvalue``), then :meth:`actor_losses`
     (``loss_actor``, and ``loss_alpha`` with a learned temperature). Subclasses define
@@ -379,6 +410,7 @@ class SoftActorCritic(OffPolicyActorCritic):
         gamma: float = 0.99,
         alpha: float | AutoAlpha = 0.2,
         n_step: int = 1,
+        critic2_optim: OptimizerFactory | float | None = None,
     ) -> None:
         super().__init__(
             policy=policy,
@@ -388,6 +420,7 @@ class SoftActorCritic(OffPolicyActorCritic):
             tau=tau,
             gamma=gamma,
             n_step=n_step,
+            critic2_optim=critic2_optim,
         )
         steps = self._init_temperature(alpha, auto_target_entropy=self.auto_target_entropy())
         self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))
@@ -415,6 +448,8 @@ class DeterministicActorCritic(OffPolicyActorCritic):
     :param n_step: n-step return horizon.
     :param actor_every: the actor stage and the soft target update run on every
         ``actor_every``-th gradient step (the first included; TD3's delayed actor).
+    :param critic2_optim: the optimizer settings of the critics after the first
+        (Tianshou 2.0's ``critic2_optim``; default: ``critic_optim``'s).
 
     Stages: :meth:`critic_losses` (``loss_qvalue``, the base's) then :meth:`actor_losses`
     (``loss_actor``). The bootstrap is ``min_j Q'_j(s', target_action(s'))``.
@@ -440,6 +475,7 @@ class DeterministicActorCritic(OffPolicyActorCritic):
         gamma: float = 0.99,
         n_step: int = 1,
         actor_every: int = 1,
+        critic2_optim: OptimizerFactory | float | None = None,
     ) -> None:
         if not isinstance(policy, ContinuousDeterministicPolicy):
             raise ValueError(
@@ -454,6 +490,7 @@ class DeterministicActorCritic(OffPolicyActorCritic):
             gamma=gamma,
             n_step=n_step,
             actor_target=True,
+            critic2_optim=critic2_optim,
         )
         self.policy: ContinuousDeterministicPolicy = policy
         self._add_stage(self.critic_losses, ("loss_qvalue", self.critic_optim))

@@ -46,6 +46,7 @@ class TD3Params(TypedDict, total=False):
     critic: Required[nn.Module]
     critic_optim: OptimizerFactory | float
     critic2: nn.Module | None
+    critic2_optim: OptimizerFactory | float | None
     tau: float
     gamma: float
     policy_noise: float
@@ -71,6 +72,8 @@ class TD3(DeterministicActorCritic):
     :param update_actor_freq: one actor step (and soft target update) every this many critic
         steps, ``>= 1``.
     :param n_step: n-step return horizon.
+    :param critic2_optim: the second critic's optimizer settings (Tianshou 2.0's; default:
+        ``critic_optim``'s).
 
     >>> import gymnasium as gym
     >>> from tdrl.utils.net import DeterministicActor, QCritic
@@ -95,6 +98,7 @@ class TD3(DeterministicActorCritic):
         noise_clip: float = 0.5,
         update_actor_freq: int = 2,
         n_step: int = 1,
+        critic2_optim: OptimizerFactory | float | None = None,
     ) -> None:
         for name, value in (("policy_noise", policy_noise), ("noise_clip", noise_clip)):
             if not value >= 0.0:
@@ -109,6 +113,7 @@ class TD3(DeterministicActorCritic):
             gamma=gamma,
             n_step=n_step,
             actor_every=update_actor_freq,
+            critic2_optim=critic2_optim,
         )
         self.policy_noise = float(policy_noise)
         self.noise_clip = float(noise_clip)
