@@ -5,7 +5,8 @@ multi-GB CUDA build on the project's machines.
 
 CI (``.ci/run``) runs ``tests lint typecheck`` (the README's test command), then ``oracle``
 (the suite again with Tianshou installed, so the differential tests run and may not be
-skipped), then ``slow`` (convergence, two workers). ``slower`` (long MuJoCo convergence
+skipped), then ``conformance`` (Tianshou's own ``test/base`` through an import-name shim), then
+``slow`` (convergence, two workers). ``slower`` (long MuJoCo convergence
 runs), ``envpool`` and ``bench`` are run by hand.
 """
 
@@ -55,18 +56,23 @@ def slower(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check."""
-    session.install(TORCH)
+    """ruff check and ruff format --check (installs ruff alone: no torch, no project)."""
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
-    """mypy on the package."""
-    _install(session)
-    session.run("mypy", "tdrl")
+    """mypy on the package, in the ``tests`` session's environment (built first when
+    missing): one environment of torch and the project for both, not two."""
+    import sys
+
+    env = Path(".nox") / "tests"
+    mypy = env / ("Scripts/mypy.exe" if sys.platform == "win32" else "bin/mypy")
+    if not mypy.exists():
+        session.run(sys.executable, "-m", "nox", "-s", "tests", "--install-only", external=True)
+    session.run(str(mypy), "tdrl", external=True)
 
 
 def _check_oracle_ran(report: Path) -> tuple[int, list[str]]:
@@ -91,7 +97,12 @@ def oracle(session: nox.Session) -> None:
     """
     _install(session)
     session.install(TIANSHOU)
-    session.run("python", "-c", "import tianshou; assert tianshou.__version__ == '2.0.1'")
+    session.run(  # the installed Tianshou, never the conformance shim (conformance/shim)
+        "python",
+        "-c",
+        "import tianshou, pathlib; assert tianshou.__version__ == '2.0.1'; "
+        "assert 'site-packages' in pathlib.Path(tianshou.__file__).parts, tianshou.__file__",
+    )
     report = Path(session.create_tmp()) / "oracle-junit.xml"
     session.run("pytest", "-q", "-rs", f"--junitxml={report}", *session.posargs, env=QUIET)
     ran, skipped = _check_oracle_ran(report)
@@ -100,6 +111,20 @@ def oracle(session: nox.Session) -> None:
     if ran == 0 and not session.posargs:
         session.error("no Tianshou differential test ran")
     session.log(f"{ran} Tianshou differential tests ran")
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Tianshou 2.0.1's own ``test/base`` against tdrl through the import-name shim.
+
+    ``conformance/run.py`` checks the suite against its SHA256SUMS and compares every test's
+    outcome with ``conformance/expected.toml`` (strict both ways). Tianshou is not installed.
+    """
+    _install(session, "dev,hdf5,logging")
+    session.install(
+        "networkx", "deepdiff", "tensorboard", "h5py", "tqdm", "tomli; python_version<'3.11'"
+    )
+    session.run("python", "conformance/run.py", *session.posargs, env=QUIET)
 
 
 @nox.session

@@ -22,8 +22,14 @@ def _sessions() -> dict[str, ast.FunctionDef]:
 
 
 def test_every_session_installs_torch_first() -> None:
+    """Every session that installs torch installs the CPU build 2.13.0 first; ``lint``
+    installs ruff alone, and ``typecheck`` runs in the ``tests`` session's environment."""
     sessions = _sessions()
     assert {"tests", "lint", "typecheck", "oracle", "slow", "slower"} <= set(sessions)
+    lint = ast.unparse(sessions.pop("lint"))
+    assert "session.install('ruff>=0.6')" in lint and "TORCH" not in lint
+    typecheck = ast.unparse(sessions.pop("typecheck"))
+    assert "'tests', '--install-only'" in typecheck and "install(" not in typecheck
     for name, fn in sessions.items():
         first = next(
             n for n in ast.walk(fn) if isinstance(n, ast.Call) and "install" in ast.unparse(n.func)
@@ -55,6 +61,7 @@ def test_ci_script_runs_the_sessions_in_order() -> None:
     assert lines == [
         "nox -s tests lint typecheck",
         "nox -s oracle",
+        "nox -s conformance",
         "nox -s docs",
         "nox -s slow",
     ]

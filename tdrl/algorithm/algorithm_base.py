@@ -31,7 +31,7 @@ from tdrl.algorithm.compile import compile_algorithm
 from tdrl.algorithm.loss_keys import LossKeys
 from tdrl.algorithm.optim import GradStep, OptimizerFactory, Stage
 from tdrl.algorithm.policy import Policy, _train_mode, within_training_step
-from tdrl.algorithm.returns import compute_nstep_return
+from tdrl.algorithm.returns import compute_episodic_return, compute_nstep_return
 from tdrl.algorithm.target import FastHardUpdate, FastSoftUpdate, make_target_module
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
@@ -109,6 +109,11 @@ class Algorithm(LossKeys, LossModule):
     """Tianshou 2.0's constructor argument names that tdrl spells differently: every
     subclass's ``__init__`` accepts the 2.0 name for its own parameter."""
 
+    compute_episodic_return = staticmethod(compute_episodic_return)
+    """:func:`tdrl.algorithm.returns.compute_episodic_return` (Tianshou's static method)."""
+    compute_nstep_return = staticmethod(compute_nstep_return)
+    """:func:`tdrl.algorithm.returns.compute_nstep_return` (Tianshou's static method)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
@@ -174,12 +179,22 @@ class Algorithm(LossKeys, LossModule):
 
         The sum of the ``loss_*`` entries is the objective; each term reaches only the
         parameters it trains, so ``torch.optim.Adam(loss.parameters())`` trains it.
+
+        A batch of trajectories ``[N, T]`` (a TorchRL collector over a ``SerialEnv`` or
+        ``ParallelEnv``) is flattened to ``[N * T]`` transitions, in every family; its
+        ``td_error`` and priority entries come back in the batch's own shape.
         """
-        td = self.prepare(td)
+        flat = td.reshape(-1) if td.batch_dims > 1 else td
+        prepared = self.prepare(flat)
         out: dict[str, torch.Tensor] = {}
         for stage in self._stages:
-            out.update(stage.losses(td))
-        self._write_priority(td)
+            out.update(stage.losses(prepared))
+        self._write_priority(prepared)
+        if flat is not td:
+            for key in dict.fromkeys(("td_error", self.tensor_keys.priority)):
+                value = prepared.get(key, None)
+                if value is not None:
+                    td.set(key, value.reshape(*td.batch_size, *value.shape[1:]))
         return TensorDict(out, [])
 
     def _write_priority(self, td: TensorDictBase) -> None:

@@ -56,6 +56,12 @@ def _field(batch: Any, key: str) -> Any:
         raise KeyError(f"batch is missing required key {key!r}") from None
 
 
+def _flags(batch: Any, key: str) -> np.ndarray:
+    """``batch[key]`` as a flat bool array: any nonzero flag is set (bool, int or float 0/1
+    flags give the same answer, as Tianshou's ``np.logical_or`` and bool buffer columns do)."""
+    return _np(_field(batch, key)).reshape(-1).astype(bool, copy=False)
+
+
 def _block_constants(g: float, block: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
     """Cached per-block weights ``g**-j`` and ``g**j``, tiled over ``nb`` blocks."""
     key = (g, block, nb)
@@ -257,8 +263,8 @@ def compute_episodic_return(
     idx = _np(indices).astype(np.int64, copy=False).reshape(-1)
     n = idx.shape[0]
     rew = _flat_values("rew", _field(batch, "rew"), n)
-    term = _np(_field(batch, "terminated")).reshape(-1)
-    end = term | _np(_field(batch, "truncated")).reshape(-1)
+    term = _flags(batch, "terminated")
+    end = term | _flags(batch, "truncated")
     if end.shape[0] != n:
         raise ValueError(f"terminated/truncated: expected {n} flags, got {end.shape[0]}")
     if v_s_ is None:
@@ -406,7 +412,7 @@ def compute_nstep_return(
     ret, steps = _nstep_rewards(buffer, stacked, gamma)
     # the buffer's part (numpy, float64) meets the target Q where it lives: on a GPU the
     # two small arrays go to the device instead of Q to the host, so no sync happens here
-    disc = (gamma**steps) * ~_np(buffer.terminated)[last]
+    disc = (gamma**steps) * ~_np(buffer.terminated)[last].astype(bool, copy=False)
     tq = target_q.detach().reshape(n_idx, math.prod(target_q.shape[1:])).to(torch.float64)
     dev = tq.device
     out = tq * _to_device(disc, dev)[:, None] + _to_device(ret, dev)[:, None]
@@ -429,7 +435,7 @@ def _nstep_rewards(buffer: Any, stacked: np.ndarray, gamma: float) -> tuple[np.n
     """The discounted reward sums ``[I]`` (float64) along the rows ``stacked [n_step, I]``
     and the steps ``[I]`` each took (stopping at the first done or unfinished step)."""
     n_step, n_idx = stacked.shape
-    end = _np(buffer.done)[stacked]
+    end = _np(buffer.done)[stacked].astype(bool)
     unfinished = _unfinished_mask(buffer, stacked)
     if unfinished is not None:
         end |= unfinished

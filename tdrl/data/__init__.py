@@ -14,9 +14,17 @@ from tdrl.data.buffer import (
     PrioritizedReplayBuffer,
     PrioritizedVectorReplayBuffer,
     ReplayBuffer,
+    SegmentTree,
     VectorReplayBuffer,
 )
 from tdrl.data.collector import AsyncCollector, Collector, NonFiniteError
+from tdrl.data.convert import from_hdf5, to_hdf5, to_numpy, to_torch, to_torch_as
+from tdrl.data.hooks import (
+    EpisodeRolloutHook,
+    EpisodeRolloutHookMCReturn,
+    StepHook,
+    episode_mc_return_to_go,
+)
 from tdrl.data.stats import CollectStats, SequenceSummaryStats
 
 __all__ = [
@@ -26,12 +34,22 @@ __all__ = [
     "CachedReplayBuffer",
     "CollectStats",
     "Collector",
+    "EpisodeRolloutHook",
+    "EpisodeRolloutHookMCReturn",
     "HERReplayBuffer",
     "HERVectorReplayBuffer",
     "NonFiniteError",
     "PrioritizedReplayBuffer",
     "PrioritizedVectorReplayBuffer",
     "ReplayBuffer",
+    "SegmentTree",
     "SequenceSummaryStats",
+    "StepHook",
     "VectorReplayBuffer",
+    "episode_mc_return_to_go",
+    "from_hdf5",
+    "to_hdf5",
+    "to_numpy",
+    "to_torch",
+    "to_torch_as",
 ]

@@ -13,15 +13,15 @@ floats become float64 and ints int64 as in numpy/Tianshou) are in :mod:`tdrl.dat
 
 Batch size: given with ``batch_size=``, or inferred as the leading dimensions on which all
 entries agree; a scalar entry (number or single object such as a string) makes the Batch
-0-d, as in Tianshou. Empty nested Batches do not constrain it. A Batch whose batch size was
-inferred re-infers it when a key is set by attribute or string item (it shrinks to the
-common leading dims; the new entry must agree on the first dim, so a numeric scalar set on a
-batched Batch raises instead of silently making it 0-d; a single object such as a string is
-shared by all samples); a 0-d Batch with no entries adopts the full shape of its first
-entry. An explicit batch size never
-changes: a disagreeing entry raises ``ValueError`` naming the key and both shapes. An index
-with more dimensions than the batch size (``b[:, 1]`` on a 1-d Batch) is applied leaf by
-leaf, as Tianshou does.
+0-d, as in Tianshou. Empty nested Batches and ``None`` do not constrain it; a
+``torch.distributions`` object counts with its ``batch_shape`` and is sliced on indexing. A
+Batch whose batch size was inferred re-infers it when a key is set by attribute or string
+item (it shrinks to the common leading dims; the new entry must agree on the first dim, so a
+numeric scalar set on a batched Batch raises instead of silently making it 0-d; a single
+object such as a string is shared by all samples); a 0-d Batch with no entries adopts the
+full shape of its first entry. An explicit batch size never changes: a disagreeing entry
+raises ``ValueError`` naming the key and both shapes. An index with more dimensions than the
+batch size (``b[:, 1]`` on a 1-d Batch) is applied leaf by leaf, as Tianshou does.
 
 Deliberate differences from Tianshou 2.0.1:
 
@@ -46,6 +46,9 @@ Deliberate differences from Tianshou 2.0.1:
   ``str``; ``b.get(key)`` returns TensorDict's ``NonTensorStack`` / ``NonTensorData``.
 * ``np.mean(b)`` is not supported: use ``b.mean(0)`` (TensorDict). ``bool(b)`` raises, as
   for any TensorDict. ``-`` works (Tianshou has no ``__sub__``).
+* ``b == c`` / ``b != c`` are element-wise, as TensorDict's, and their truth value is
+  Tianshou's ("all equal" / "some differ"; different keys or shapes: not equal). The
+  Tianshou-only methods are in :mod:`tdrl.data.batch_compat`.
 
 Example:
     >>> import numpy as np, torch
@@ -71,6 +74,7 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_non_tensor
 
+from tdrl.data.batch_compat import BatchCompatMixin, dist_to_atleast_2d, get_sliced_dist
 from tdrl.data.batch_index import (
     FAST_INDEX,
     empty_at,
@@ -95,7 +99,7 @@ from tdrl.data.batch_ops import (
 )
 from tdrl.data.batch_stack import cat_batches, empty_batch_, stack_batches
 
-__all__ = ["Batch", "BatchShapeError"]
+__all__ = ["Batch", "BatchShapeError", "dist_to_atleast_2d", "get_sliced_dist"]
 
 
 _TD_UPDATE_OPTIONS = frozenset(
@@ -128,7 +132,7 @@ def _empty_batch(cls: type[Batch], batch_size: torch.Size) -> Batch:
     return out
 
 
-class Batch(TensorDict):
+class Batch(BatchCompatMixin, TensorDict):
     """A TensorDict with Tianshou ``Batch`` semantics (see the module docstring).
 
     Args:
@@ -168,7 +172,10 @@ class Batch(TensorDict):
         **kwargs: Any,
     ) -> None:
         if batch_dict is not None and kwargs:
-            raise ValueError("Batch takes either a mapping/sequence or keyword entries, not both.")
+            if not isinstance(batch_dict, Mapping):
+                raise ValueError("Batch: keyword entries go with a mapping, not a sequence.")
+            batch_dict = {**_as_source(batch_dict), **kwargs}  # Batch(mapping, **kwargs)
+            kwargs = {}
         if batch_dict is None:
             source: Mapping[str, Any] = kwargs
         elif type(batch_dict) is dict:
@@ -262,6 +269,8 @@ class Batch(TensorDict):
             )
         if inferred:
             self.__dict__["_inferred"] = True
+        if others and self._dist_keys():
+            self.__dict__["_dists"] = True
 
     # ------------------------------------------------------------------ attribute access
     def __getattr__(self, name: str) -> Any:
@@ -361,6 +370,8 @@ class Batch(TensorDict):
             if isinstance(value, NonTensorStack):
                 return object_array(value, self.batch_size)
             return TensorDict.__getitem__(self, index)
+        if self.__dict__.get("_dists") and not is_key(index):
+            return self._index_with_dists(index)
         itype = type(index)
         if itype in FAST_INDEX and self.__dict__["_batch_size"]:
             out = fast_index(self, index, itype)
@@ -369,6 +380,9 @@ class Batch(TensorDict):
         if is_key(index):
             return TensorDict.__getitem__(self, index)
         ndim = index_ndim(index)
+        if ndim is None:  # with an Ellipsis: leaf by leaf when the rest exceeds the batch dims
+            items = index if isinstance(index, tuple) else (index,)
+            ndim = index_ndim(tuple(i for i in items if i is not Ellipsis))
         if ndim is not None and ndim > self.batch_dims:
             return leafwise_get(self, index)
         return TensorDict.__getitem__(self, index)
@@ -397,14 +411,21 @@ class Batch(TensorDict):
 
     # ------------------------------------------------------------------ sizes
     def __len__(self) -> int:
-        """Length of the first batch dim; ``TypeError`` for a 0-d Batch, as in numpy."""
+        """Length of the first batch dim; ``TypeError`` for a 0-d Batch, as in numpy, except
+        that a Batch without keys (or with only empty nested Batches) has length 0, as
+        Tianshou's ``len(Batch())``."""
         if not self.batch_size:
+            if self.is_empty(recurse=True):
+                return 0
             raise TypeError(f"Object of type '{type(self).__name__}' has no len()")
         return self.batch_size[0]
 
     def __iter__(self) -> Iterator[Any]:
-        """Iterate over the samples along the first batch dim (not over keys)."""
+        """Iterate over the samples along the first batch dim (not over keys); a Batch
+        without keys (or with only empty nested Batches) yields nothing."""
         if not self.batch_size:
+            if self.is_empty(recurse=True):
+                return
             raise TypeError(f"iteration over a 0-d {type(self).__name__}")
         for i in range(self.batch_size[0]):
             yield self[i]
@@ -587,6 +608,13 @@ class Batch(TensorDict):
                 value = cls.from_tensordict(value)
             source[key] = value
         return cls._new_unsafe(source, batch_size=td.batch_size, device=td.device, nested=False)
+
+
+def _as_source(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of a mapping (a TensorDict's values as stored)."""
+    if isinstance(mapping, TensorDictBase):
+        return {k: mapping._get_str(k, None) for k in mapping.keys()}  # noqa: SIM118
+    return dict(mapping)
 
 
 def _tree_copy(batch: Batch) -> Batch:

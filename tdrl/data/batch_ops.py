@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
+from torch.distributions import Distribution
 
 __all__ = [
     "NUMERIC_KINDS",
@@ -151,6 +152,8 @@ def convert_value(value: Any, cls: Any, copy: bool = False) -> Any:
         return ObjectEntry(arr, tuple(arr.shape))
     if isinstance(value, (NonTensorData, NonTensorStack)):
         return value
+    if isinstance(value, Distribution):  # batched along its batch_shape, sliced on indexing
+        return ObjectEntry(value, tuple(value.batch_shape))
     return ObjectEntry(value, None)
 
 
@@ -162,12 +165,28 @@ def entry_shape(value: Any) -> tuple[int, ...] | None:
     if vtype is ObjectEntry:
         return value.shape
     if isinstance(value, TensorDict):  # Batch and TensorDict (NonTensor* are not TensorDicts)
-        return tuple(value.batch_size) if len(value._tensordict) > 0 else None
+        return None if _empty_tree(value) else tuple(value.batch_size)
     if isinstance(value, NonTensorStack):
         return tuple(value.batch_size)
     if isinstance(value, TensorDictBase) and not isinstance(value, NonTensorData):
         return tuple(value.batch_size) if len(value.keys()) > 0 else None
     return None
+
+
+def _empty_tree(value: TensorDict) -> bool:
+    """Whether ``value`` holds nothing but (nested) empty TensorDicts."""
+    return all(isinstance(v, TensorDict) and _empty_tree(v) for v in value._tensordict.values())
+
+
+def _resize_tree(value: Any, bs: torch.Size) -> Any:
+    """An empty tree (see :func:`_empty_tree`) with batch size ``bs`` at every level."""
+    if len(value._tensordict) > 0:
+        value = value.clone(recurse=False)
+        for key, child in list(value._tensordict.items()):
+            value._tensordict[key] = _resize_tree(child, bs)
+    value.__dict__["_batch_size"] = torch.Size(bs)
+    value.__dict__.pop("_inferred", None)  # its size now follows the parent's
+    return value
 
 
 def common_prefix(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
@@ -264,9 +283,10 @@ def shape_str(shape: Any) -> str:
 
 
 def inference_shape(value: Any) -> tuple[int, ...] | None:
-    """Shape used to infer the batch size: a single non-tensor object counts as 0-d."""
+    """Shape used to infer the batch size: a single non-tensor object counts as 0-d, except
+    ``None``, which fits any batch size (as in Tianshou)."""
     if isinstance(value, ObjectEntry) and value.shape is None:
-        return ()
+        return None if value.value is None else ()
     return entry_shape(value)
 
 
@@ -278,12 +298,14 @@ def fit_entry(key: str, value: Any, bs: torch.Size) -> Any:
                 f"Batch entry {key!r} has shape {shape_str(value.shape)}, whose leading "
                 f"dimensions do not match the batch size {shape_str(bs)}."
             )
+        if isinstance(value.value, Distribution):
+            return NonTensorData(value.value, batch_size=bs)
         return wrap_object(value, bs)
     shape = entry_shape(value)
     if shape is None:
-        if isinstance(value, TensorDictBase) and tuple(value.batch_size) != tuple(bs):
-            if len(value.keys()) > 0:
-                value = value.clone(recurse=False)
+        if isinstance(value, TensorDict) and tuple(value.batch_size) != tuple(bs):
+            if len(value._tensordict) > 0:
+                return _resize_tree(value, bs)
             value.batch_size = bs  # an empty Batch is resized in place and stays shared
             value.__dict__.pop("_inferred", None)  # its size now follows the parent's
         return value

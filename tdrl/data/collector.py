@@ -18,14 +18,16 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic
 
 import gymnasium as gym
 import numpy as np
 import torch
 from tensordict import TensorDictBase
+from typing_extensions import TypeVar
 
 from tdrl.data.batch import Batch
+from tdrl.data.hooks import CollectorHooksMixin
 from tdrl.data.stats import CollectStats
 from tdrl.data.tree import (
     Tree,
@@ -39,6 +41,7 @@ from tdrl.data.tree import (
 from tdrl.env import BaseVectorEnv, DummyVectorEnv, make_vector_env
 
 DEFAULT_BUFFER_SIZE_PER_ENV = 10_000
+TCollectStats = TypeVar("TCollectStats", bound=CollectStats, default=CollectStats)
 
 
 def _as_vector_env(env: Any) -> BaseVectorEnv:
@@ -189,8 +192,11 @@ def _zeros_like_rows(x: Any, n: int) -> Any:
     return x[:1].expand(n, *x.batch_size[1:]).clone().zero_()
 
 
-class Collector:
+class Collector(CollectorHooksMixin, Generic[TCollectStats]):
     """Collect transitions from vector envs with a policy into a replay buffer.
+
+    ``Collector[CollectStats](...)`` works as in Tianshou (the parameter is the stats type);
+    step and episode hooks: :mod:`tdrl.data.hooks`.
 
     Args:
         policy: a callable ``policy(batch, state) -> Batch`` returning ``act`` (and
@@ -402,6 +408,7 @@ class Collector:
                 stacklevel=2,
             )
         start = time.perf_counter()
+        self._episode_mode = n_episode is not None
         step_count, returns, lens = self._run(n_step, n_episode, random, render, kwargs)
         if n_episode is not None:
             self._finish_episode_collect(kwargs)
@@ -429,7 +436,8 @@ class Collector:
             data["info"] = info
         if stored is not None:
             data["policy"] = stored
-        _, ep_rew, ep_len, _ = self.buffer.add(data, buffer_ids=env_ids)
+        ptr, ep_rew, ep_len, ep_idx = self.buffer.add(self._hook_step(data), buffer_ids=env_ids)
+        self._hook_episodes(ptr, ep_len, ep_idx)
         return ep_rew, ep_len
 
     def _check_finite(self, env_ids: np.ndarray, rew: Any, obs: Tree, source: str) -> None:
@@ -532,7 +540,7 @@ def _env_snapshot(env: BaseVectorEnv) -> list[Any] | None:
     return None
 
 
-def collector_state_dict(collector: Collector) -> dict[str, Any]:
+def collector_state_dict(collector: Collector[Any]) -> dict[str, Any]:
     """Everything needed to continue collection exactly: envs, last obs, hidden state, buffer.
 
     In-process envs (``DummyVectorEnv``) are snapshotted, so a resumed run continues the same
@@ -549,7 +557,7 @@ def collector_state_dict(collector: Collector) -> dict[str, Any]:
     }
 
 
-def load_collector_state_dict(collector: Collector, state: dict[str, Any]) -> None:
+def load_collector_state_dict(collector: Collector[Any], state: dict[str, Any]) -> None:
     """Restore what :func:`collector_state_dict` saved into ``collector``."""
     collector.buffer = pickle.loads(state["buffer"])
     collector.collect_step, collector.collect_episode, collector.collect_time = state["counters"]

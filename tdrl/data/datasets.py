@@ -107,7 +107,18 @@ def _open(path: str) -> Any:
         raise DatasetError(f"--dataset {path}: expected an HDF5 file, got a directory")
     if not h5py.is_hdf5(path):
         raise DatasetError(f"--dataset {path}: expected an HDF5 file, got another kind of file")
-    return h5py.File(path, "r")
+    try:
+        return h5py.File(path, "r")
+    except OSError as err:  # e.g. truncated: the signature is there, the rest is not
+        raise _damaged(path, err) from err
+
+
+def _damaged(path: str, err: BaseException) -> DatasetError:
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return DatasetError(
+        f"--dataset {path}: expected a readable HDF5 file, got a damaged one "
+        f"(truncated or corrupt: {reason})"
+    )
 
 
 def load_hdf5_dataset(path: str | os.PathLike[str]) -> ReplayBuffer:
@@ -125,11 +136,14 @@ def load_hdf5_dataset(path: str | os.PathLike[str]) -> ReplayBuffer:
     """
     path = os.fspath(path)
     with _open(path) as f:
-        if "columns" in f and "class" in f.attrs:
-            return _load_tdrl(path, f)
-        if "_meta" in f:
-            return _load_tianshou(path, f)
-        return _load_flat(path, f)
+        try:
+            if "columns" in f and "class" in f.attrs:
+                return _load_tdrl(path, f)
+            if "_meta" in f:
+                return _load_tianshou(path, f)
+            return _load_flat(path, f)
+        except OSError as err:  # a read past the end of a truncated file
+            raise _damaged(path, err) from err
 
 
 def _load_tdrl(path: str, f: Any) -> ReplayBuffer:

@@ -358,8 +358,9 @@ def test_bad_inputs() -> None:
         Batch({1: 2})
     with pytest.raises(TypeError, match="keys must be str"):
         Batch({("a", "b"): np.zeros(2)})
-    with pytest.raises(ValueError, match="not both"):
-        Batch({"a": 1}, b=2)
+    with pytest.raises(ValueError, match="not a sequence"):
+        Batch([{"a": 1}], b=2)
+    assert Batch({"a": 1}, b=2).to_dict() == {"a": torch.tensor(1), "b": torch.tensor(2)}
     with pytest.raises(TypeError, match="'a'"):
         Batch.stack([Batch(a=1), Batch(a={"x": 1})])
     with pytest.raises(ValueError, match="'a'"):

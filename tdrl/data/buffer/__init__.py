@@ -12,7 +12,9 @@ from tdrl.data.buffer.prio import (
 from tdrl.data.buffer.sampler import EpisodeSampler, EpisodeWriter
 from tdrl.data.buffer.schema import BufferKeyError
 from tdrl.data.buffer.storage import EpisodeStorage
+from tdrl.data.buffer.sum_tree import SegmentTree
 from tdrl.data.buffer.vector import VectorReplayBuffer
+from tdrl.data.buffer.views import SubBuffer
 
 __all__ = [
     "BufferKeyError",
@@ -29,5 +31,7 @@ __all__ = [
     "PrioritizedSampler",
     "PrioritizedVectorReplayBuffer",
     "ReplayBuffer",
+    "SegmentTree",
+    "SubBuffer",
     "VectorReplayBuffer",
 ]

@@ -22,7 +22,7 @@ from torchrl.data import ReplayBuffer as TorchRLReplayBuffer
 from tdrl.data.batch import Batch
 from tdrl.data.buffer import persist
 from tdrl.data.buffer.adding import AddMixin, _FastPlan
-from tdrl.data.buffer.reading import ReadMixin, as_index, make_batch
+from tdrl.data.buffer.reading import ReadMixin, as_index
 from tdrl.data.buffer.sampler import EpisodeSampler, EpisodeWriter
 from tdrl.data.buffer.schema import flatten_full_batch
 from tdrl.data.buffer.storage import DONE, EpisodeStorage
@@ -88,12 +88,12 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
         if int(stack_num) < 1:
             raise ValueError(f"stack_num: expected an integer >= 1, got {stack_num!r}")
         storage = EpisodeStorage(size, num_rings, device=device, memmap_dir=memmap_dir)
+        self._plan_cache: tuple | None = None
         self.stack_num = int(stack_num)
         self._save_obs_next = not ignore_obs_next
         self._save_only_last_obs = bool(save_only_last_obs)
         self._sample_avail = bool(sample_avail)
         self._fast_plan: _FastPlan | None = None
-        self._plan_cache: tuple | None = None
         self._all_ids = list(range(num_rings))
         self._tdrl_config = {
             "size": int(size),
@@ -113,6 +113,19 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
         )
 
     # ------------------------------------------------------------ properties
+    @property
+    def stack_num(self) -> int:
+        """Frames ``buf[idx]``, ``sample`` and ``get`` return for ``obs``/``obs_next``/``info``/
+        ``policy``; it may be changed at any time (the next read uses the new value)."""
+        return self._stack_num
+
+    @stack_num.setter
+    def stack_num(self, value: int) -> None:
+        if isinstance(value, bool) or int(value) != value or int(value) < 1:
+            raise ValueError(f"stack_num: expected an integer >= 1, got {value!r}")
+        self._stack_num = int(value)
+        self._plan_cache = None  # the read plan depends on the stack
+
     @property
     def generator(self) -> torch.Generator:
         """The buffer's ``torch.Generator``; every sampler of the buffer draws from it."""
@@ -150,7 +163,7 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
 
     def _constructor_kwargs(self) -> dict[str, Any]:
         """Arguments that rebuild an empty twin of this buffer (used by ``load_hdf5``)."""
-        return dict(self._tdrl_config)
+        return {**self._tdrl_config, "stack_num": self.stack_num}
 
     def __len__(self) -> int:
         return len(self._storage)
@@ -169,16 +182,15 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
             groups = {k[0] for k in storage.columns}
             if name in groups:
                 return storage.td.get(name)
-            if name in ("info", "policy"):
-                return make_batch({}, (storage.max_size,))
         raise AttributeError(f"{type(self).__name__} has no attribute or column {name!r}")
 
     def __repr__(self) -> str:
-        keys = sorted({".".join(k) for k in self._storage.columns})
-        return (
-            f"{type(self).__name__}(maxsize={self.maxsize}, len={len(self)}, "
-            f"buffer_num={self.buffer_num}, keys={keys})"
-        )
+        """Tianshou's: ``ReplayBuffer()`` when nothing was stored, else the class name and
+        the stored columns (all ``maxsize`` rows) as a Batch shows them."""
+        name = type(self).__name__
+        if not self._storage.columns:
+            return f"{name}()"
+        return name + repr(self._storage.td).removeprefix("Batch")
 
     # ------------------------------------------------------------ episodes
     def prev(self, index: Any) -> Any:
@@ -276,6 +288,28 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
             return np.arange(start, stop, dtype=np.int64)
         lo, hi = int(edges[first]), int(edges[first + 1])
         return np.concatenate([np.arange(start, hi), np.arange(lo, stop)]).astype(np.int64)
+
+    def set_array_at_key(
+        self, seq: Any, key: str, index: Any = None, default_value: float | None = None
+    ) -> None:
+        """Write the array ``seq`` into column ``key`` at the buffer indices ``index``
+        (default: every row, ``maxsize`` of them), in place (Tianshou's method).
+
+        A new column is filled with ``default_value`` elsewhere (NaN for a float array when
+        ``None``, else 0).
+        """
+        arr = np.asarray(seq)
+        idx = np.arange(self.maxsize) if index is None else np.asarray(index, dtype=np.int64)
+        if arr.shape[:1] != idx.shape[:1]:
+            raise ValueError(f"{key}: expected {len(idx)} rows, got shape {arr.shape}")
+        st, col = self._storage, (key,)
+        if col not in st.columns:
+            st.allocate(col, tuple(arr.shape[1:]), arr.dtype)
+            if default_value is not None or arr.dtype.kind == "f":
+                fill = np.nan if default_value is None else default_value
+                st._write(col, np.arange(self.maxsize), fill)
+            self._fast_plan = None
+        st._write(col, idx, arr)
 
     def isnull(self) -> Batch:
         """Per-element NaN mask of ``self[:]``."""

@@ -140,6 +140,22 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
         return self._rng
 
     @property
+    def buffers(self) -> list[Any]:
+        """``[main_buffer, cache ring 0, cache ring 1, ...]`` (Tianshou's ``buffers``); the
+        cache rings are :class:`~tdrl.data.buffer.views.SubBuffer` views."""
+        return [self.main_buffer, *self.cache.buffers]
+
+    @property
+    def stack_num(self) -> int:
+        """The main buffer's ``stack_num``; setting it sets it on the main buffer and the caches."""
+        return self.main_buffer.stack_num
+
+    @stack_num.setter
+    def stack_num(self, value: int) -> None:
+        self.main_buffer.stack_num = value
+        self.cache.stack_num = value
+
+    @property
     def options(self) -> dict[str, Any]:
         """The main buffer's options."""
         return self.main_buffer.options

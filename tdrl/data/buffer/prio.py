@@ -2,7 +2,9 @@
 
 :class:`PrioritizedSampler` keeps priorities in tdrl's own vectorized
 :class:`~tdrl.data.buffer.segtree.SumMinTree` (TorchRL's C++ tree does not load with the
-torch this project targets). It plugs into any ``torchrl.data.ReplayBuffer`` and backs
+torch this project targets). It plugs into any ``torchrl.data.ReplayBuffer`` (and counts as
+a ``torchrl.data.PrioritizedSampler`` there: ``TensorDictReplayBuffer(priority_key=...)``'s
+``update_tensordict_priority`` updates it) and backs
 :class:`PrioritizedReplayBuffer` / :class:`PrioritizedVectorReplayBuffer`, which keep
 Tianshou's API: new transitions get the running maximum priority, ``update_weight(indices,
 new_weight)`` stores ``(|new_weight| + eps) ** alpha``, ``set_beta`` changes the
@@ -24,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torchrl.data.replay_buffers.samplers import PrioritizedSampler as TorchRLPrioritizedSampler
 from torchrl.data.replay_buffers.samplers import Sampler
 from torchrl.data.replay_buffers.storages import Storage
 
@@ -136,6 +139,16 @@ class PrioritizedSampler(Sampler):
     def tree(self) -> SumMinTree:
         """The underlying sum/min tree (alpha-powered priorities)."""
         return self._tree
+
+    @property
+    def default_priority(self) -> float:
+        """TorchRL protocol: the raw priority of rows written without one (the running
+        maximum), which TorchRL's buffers feed back through :meth:`update_priority`."""
+        return self._max_prio
+
+    reduction = "max"
+    """TorchRL protocol: how ``TensorDictReplayBuffer`` reduces a row's several priorities
+    (e.g. a per-action ``td_error``) to one."""
 
     def __repr__(self) -> str:
         return (
@@ -262,6 +275,16 @@ class PrioritizedSampler(Sampler):
         self.load_state_dict(state)
 
 
+# TorchRL's buffers dispatch prioritized updates on ``isinstance(sampler,
+# torchrl.data.PrioritizedSampler)`` (``TensorDictReplayBuffer.update_tensordict_priority``,
+# the priority of rows already stored, TorchRL's trainer hooks); TorchRL's own class cannot
+# run here (its C++ sum tree does not load), so tdrl's sampler is registered as a virtual
+# subclass: it follows the same protocol (``update_priority(index, priority, storage=)``,
+# ``mark_update``, ``default_priority``, ``reduction``, ``sample`` returning
+# ``priority_weight``).
+TorchRLPrioritizedSampler.register(PrioritizedSampler)
+
+
 class _PrioritizedMixin:
     """Tianshou's prioritized-buffer API on top of a tdrl ``ReplayBuffer``."""
 
@@ -279,6 +302,12 @@ class _PrioritizedMixin:
     def prio_sampler(self) -> PrioritizedSampler:
         """The buffer's :class:`PrioritizedSampler`."""
         return self._sampler
+
+    @property
+    def weight(self) -> Any:
+        """The priority tree (Tianshou's ``weight``): ``buf.weight[idx]`` are the
+        ``priority ** alpha`` values sampling uses."""
+        return self._sampler._tree
 
     @property
     def options(self) -> dict[str, Any]:

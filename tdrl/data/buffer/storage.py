@@ -322,14 +322,34 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
         self._bump_mutation_revision()
 
     def __getstate__(self) -> dict[str, Any]:
+        """Pickled state; in-memory columns keep only the filled rows of each ring."""
         state = Storage.__getstate__(self)
         state["np_columns"] = {}
         state["_td"] = None
         for name in ("done3", "_done_t", "stop3", "_stop_t", "_prv_t", "_nxt_t"):
             state.pop(name, None)
+        self._keep_filled_rows(state)
         return state
 
+    def _keep_filled_rows(self, state: dict[str, Any]) -> None:
+        """Replace in-memory ``columns`` of the pickled ``state`` by their filled rows."""
+        if self.memmap_dir is None and self.columns and self._filling:
+            rows = _filled_rows(self.offsets, self.lengths)
+            index = torch.as_tensor(rows, device=self.device)
+            state["columns"] = {k: v[index] for k, v in self.columns.items()}
+            state[_FILLED] = self.lengths.copy()
+
     def __setstate__(self, state: dict[str, Any]) -> None:
+        lengths = state.pop(_FILLED, None)
+        if lengths is not None:  # columns hold the filled rows only: expand them
+            rows = torch.as_tensor(_filled_rows(state["offsets"], lengths))
+            full = {}
+            for key, part in state["columns"].items():
+                col = torch.zeros((state["max_size"], *part.shape[1:]), dtype=part.dtype)
+                col = col.to(part.device)
+                col[rows.to(part.device)] = part
+                full[key] = col
+            state["columns"] = full
         Storage.__setstate__(self, state)
         if self._numpy_ok:
             self.np_columns = {k: v.numpy() for k, v in self.columns.items()}
@@ -343,6 +363,16 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
             f"{type(self).__name__}(max_size={self.max_size}, num_rings={self.num_rings}, "
             f"len={len(self)}, keys={['.'.join(k) for k in self.columns]})"
         )
+
+
+_FILLED = "_filled_rows"
+"""Pickled-state key: the ring lengths, when the columns hold only the filled rows."""
+
+
+def _filled_rows(offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Global indices of the filled rows ``[offset, offset + length)`` of every ring."""
+    runs = [np.arange(o, o + n, dtype=np.int64) for o, n in zip(offsets, lengths, strict=True)]
+    return np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
 
 
 def _as_index_array(cursor: Any, max_size: int) -> np.ndarray:

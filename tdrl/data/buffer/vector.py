@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from tdrl.data.buffer.base import ReplayBuffer
+from tdrl.data.buffer.views import SubBuffer
 
 
 class VectorReplayBuffer(ReplayBuffer):
@@ -39,3 +40,9 @@ class VectorReplayBuffer(ReplayBuffer):
         cfg = super()._constructor_kwargs()
         cfg.pop("size")
         return {"total_size": self._total_size, "buffer_num": self.buffer_num, **cfg}
+
+    @property
+    def buffers(self) -> list[SubBuffer]:
+        """One :class:`~tdrl.data.buffer.views.SubBuffer` view per ring (Tianshou's
+        ``buffers``); views share this buffer's memory and reading options."""
+        return [SubBuffer(self, i) for i in range(self.buffer_num)]

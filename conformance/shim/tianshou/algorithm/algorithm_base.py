@@ -1,0 +1,12 @@
+"""``tianshou.algorithm.algorithm_base`` -> tdrl (names only; see ``tianshou/_names.py``)."""
+
+from tianshou._names import forwarder
+
+__getattr__ = forwarder(
+    "tianshou.algorithm.algorithm_base",
+    {
+        "Algorithm": "tdrl.algorithm:Algorithm",
+        "Policy": "tdrl.algorithm:Policy",
+        "episode_mc_return_to_go": "tdrl.data:episode_mc_return_to_go",
+    },
+)

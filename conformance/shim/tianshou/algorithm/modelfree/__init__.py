@@ -1,0 +1,8 @@
+"""``tianshou.algorithm.modelfree`` -> tdrl (names only; see ``tianshou/_names.py``)."""
+
+from tianshou._names import forwarder
+
+__getattr__ = forwarder(
+    "tianshou.algorithm.modelfree",
+    {},
+)

@@ -1,0 +1,10 @@
+"""``tianshou.algorithm.modelfree.reinforce`` -> tdrl (names only; see ``tianshou/_names.py``)."""
+
+from tianshou._names import forwarder
+
+__getattr__ = forwarder(
+    "tianshou.algorithm.modelfree.reinforce",
+    {
+        "ProbabilisticActorPolicy": "tdrl.algorithm:ProbabilisticActorPolicy",
+    },
+)

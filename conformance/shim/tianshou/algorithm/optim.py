@@ -1,0 +1,10 @@
+"""``tianshou.algorithm.optim`` -> tdrl (names only; see ``tianshou/_names.py``)."""
+
+from tianshou._names import forwarder
+
+__getattr__ = forwarder(
+    "tianshou.algorithm.optim",
+    {
+        "AdamOptimizerFactory": "tdrl.algorithm:AdamOptimizerFactory",
+    },
+)

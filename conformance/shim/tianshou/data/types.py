@@ -1,0 +1,8 @@
+"""``tianshou.data.types`` -> tdrl (names only; see ``tianshou/_names.py``)."""
+
+from tianshou._names import forwarder
+
+__getattr__ = forwarder(
+    "tianshou.data.types",
+    {},
+)

@@ -1,0 +1,8 @@
+"""``tianshou.env.gym_wrappers`` -> tdrl (names only; see ``tianshou/_names.py``)."""
+
+from tianshou._names import forwarder
+
+__getattr__ = forwarder(
+    "tianshou.env.gym_wrappers",
+    {},
+)
