@@ -404,3 +404,37 @@ class QuantileQLearningAlgorithm(QLearningAlgorithm):
         """The ``returns [B, M]`` of a batch in the dtype of ``like``."""
         returns: torch.Tensor = td["returns"]
         return returns.reshape(like.shape[0], -1).to(like.dtype)
+
+    def make_value_estimator(self, value_type: Any = None, **hyperparams: Any) -> None:
+        """TD(0) only (``gamma`` may be given): the target is a vector of quantile values,
+        which TorchRL's scalar TD(1)/TD(lambda) estimators do not apply to. Any other
+        ``value_type`` raises ``NotImplementedError`` at once and leaves the loss as it was.
+
+        >>> import gymnasium as gym
+        >>> from torchrl.objectives import ValueEstimators
+        >>> from tdrl.algorithm.modelfree.iqn import IQN, IQNPolicy
+        >>> from tdrl.utils.net_quantile import ImplicitQuantileNetwork
+        >>> net = ImplicitQuantileNetwork(1, 2, hidden_sizes=(4,), num_cosines=2)
+        >>> alg = IQN(policy=IQNPolicy(model=net, action_space=gym.spaces.Discrete(2)))
+        >>> alg.make_value_estimator(ValueEstimators.TD1)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: value_type: IQN supports ['TD0'] (...), got ValueEstimators.TD1
+        >>> alg.make_value_estimator(ValueEstimators.TD0, gamma=0.5)
+        >>> float(alg._value_estimator.gamma)
+        0.5
+        """
+        make_td0_estimator(self, value_type, hyperparams)
+
+    def one_step_returns(self, td: TensorDictBase) -> TensorDictBase:
+        """A TorchRL batch's ``returns [B, M]``: ``r + gamma (1 - terminated) Z'(s')`` per
+        quantile, ``gamma`` the TD(0) estimator's when one was made."""
+        est = self._value_estimator
+        if "returns" in td or est is None:
+            return super().one_step_returns(td)
+        obs_next, rew, term = self.transition_of(td)
+        with torch.no_grad():
+            z = self.next_value(obs_next).to(rew.dtype)
+        gamma = float(est.gamma)  # type: ignore[arg-type]
+        td.set("returns", rew[:, None] + gamma * (1.0 - term)[:, None] * z)
+        return td

@@ -122,7 +122,10 @@ def _run_local(
     keep_checkpoints: bool,
     poll: float,
 ) -> None:
-    from tdrl.benchmark.runner import prepare_run  # (not at import: ``-m`` runs it)
+    from tdrl.benchmark.runner import (  # (not at import: ``-m`` runs it)
+        ALREADY_DONE_EXIT,
+        prepare_run,
+    )
 
     pending = list(todo)
     running: dict[str, tuple[RunSpec, subprocess.Popen[bytes], Any]] = {}
@@ -146,6 +149,8 @@ def _run_local(
                 del running[name]
                 if code == 0 and spec.finished():
                     result.finished.append(spec)
+                elif code == ALREADY_DONE_EXIT:  # finished by another process meanwhile
+                    result.skipped.append(spec)
                 elif code == BUSY_EXIT:
                     result.busy.append(spec)
                 else:

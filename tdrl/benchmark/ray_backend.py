@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tdrl.benchmark.plan import RunSpec
-from tdrl.benchmark.runner import prepare_run
+from tdrl.benchmark.runner import ALREADY_DONE_EXIT, prepare_run
 
 __all__ = ["pack_dir", "run_ray", "unpack_dir"]
 
@@ -121,6 +121,8 @@ def run_ray(
                 unpack_dir(archive, spec.dir)
                 if code == 0 and spec.finished():
                     result.finished.append(spec)
+                elif code == ALREADY_DONE_EXIT:
+                    result.skipped.append(spec)
                 else:
                     result.failed.append(
                         (spec, f"exit status {code}, see {spec.dir / 'stdout.log'}")

@@ -281,9 +281,15 @@ def run(spec: RunSpec, keep_checkpoint: bool = False) -> dict[str, Any]:
     return done
 
 
+ALREADY_DONE_EXIT = 76
+"""The runner's exit status when its run was already finished (``done.json``), by another
+process running the same sweep: the sweep counts it as already done, not as finished by it."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m tdrl.benchmark.runner RUN_DIR [--keep-checkpoint]``: run the spec in
-    ``RUN_DIR/run.json``; exit status 0 when it finished."""
+    ``RUN_DIR/run.json``; exit status 0 when this process finished it, ``BUSY_EXIT`` when
+    another process holds it, ``ALREADY_DONE_EXIT`` when it was already finished."""
     args = sys.argv[1:] if argv is None else argv
     keep = "--keep-checkpoint" in args
     dirs = [a for a in args if not a.startswith("--")]
@@ -302,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         if not mine:
             print(f"{d}: another process is running this run; skipped", flush=True)
             return BUSY_EXIT
+        if (d / DONE_FILE).is_file():  # finished by another process since the sweep looked
+            print(f"{d}: already finished by another process; skipped", flush=True)
+            return ALREADY_DONE_EXIT
         run(dataclasses.replace(spec, out=str(out)), keep_checkpoint=keep)
     return 0
 

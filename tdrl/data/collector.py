@@ -314,6 +314,11 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         self._obs = tree_copy(obs)
         self._info = stack_infos(info, np.arange(self.env_num))
         self._state = None
+        # the buffer's open episodes ended with that reset: their return and length must
+        # not run on into the next episode (a warm-up's last partial episode, say)
+        drop = getattr(self.buffer, "drop_open_episodes", None)
+        if drop is not None:
+            drop()
 
     def _reset_envs(self, env_ids: np.ndarray, gym_reset_kwargs: dict[str, Any]) -> None:
         obs, info = self.env.reset(env_id=env_ids, **gym_reset_kwargs)

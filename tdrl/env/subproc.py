@@ -5,8 +5,11 @@ in one shared file mapped by every process; a step sends a tiny command down eac
 gets back only the env's info dict. Observation or action spaces that do not fit (Tuple, Text,
 per-env different spaces) travel over the pipe instead.
 
-A worker that raises surfaces as a ``RuntimeError`` carrying its traceback; a worker that dies
-surfaces as a ``RuntimeError`` naming its exit code. ``close()`` (also run on garbage
+A worker that raises surfaces as a ``RuntimeError`` naming the env id and carrying its
+traceback; a worker that dies surfaces as a ``RuntimeError`` naming the env id and its exit
+code, whether it died during a call or between calls (the next command to it fails). An
+eager reset that raises is raised at that env's next ``reset()``, as ``DummyVectorEnv`` raises
+it there. ``close()`` (also run on garbage
 collection and at interpreter exit) stops and reaps every worker.
 """
 
@@ -79,7 +82,8 @@ class SubprocVectorEnv(BaseVectorEnv):
         step-until-done-then-reset loop; what differs: between the done step and ``reset`` the
         env already is in its new episode (``get_env_attr`` shows it, and stepping it without
         a reset continues the new episode), and a ``reset`` with a seed or options resets once
-        more. ``False`` resets only when asked.
+        more. ``False`` resets only when asked. An eager reset that raises is not retried:
+        the env's next ``reset()`` (or step) raises it, naming the env id.
     """
 
     def __init__(
@@ -93,7 +97,7 @@ class SubprocVectorEnv(BaseVectorEnv):
     ) -> None:
         super().__init__(len(env_fns), wait_num, timeout)
         self.eager_reset = eager_reset
-        self._pre: dict[int, tuple[Any, dict]] = {}
+        self._pre: dict[int, tuple[Any, dict] | RemoteError] = {}
         ctx = (
             context
             if isinstance(context, BaseContext)
@@ -158,8 +162,8 @@ class SubprocVectorEnv(BaseVectorEnv):
         layout = ShmLayout(arrays, self.env_num)
         self._layout.append(layout)
         try:
-            for conn in self._conns:
-                conn.send(("attach", (layout.path, arrays, obs_leaves, act_shm, self.env_num)))
+            for i in range(self.env_num):
+                self._send(i, ("attach", (layout.path, arrays, obs_leaves, act_shm, self.env_num)))
             for i in range(self.env_num):
                 self._recv(i)
         except Exception:
@@ -179,6 +183,27 @@ class SubprocVectorEnv(BaseVectorEnv):
             f"{type(self).__name__}: the worker of env {i} (pid {proc.pid}) died "
             f"(exit code {proc.exitcode})"
         )
+
+    def _send(self, i: int, msg: Any) -> None:
+        """Send a command to worker ``i``; a dead worker is a ``RuntimeError`` naming it."""
+        try:
+            if isinstance(msg, bytes):
+                self._conns[i].send_bytes(msg)
+            else:
+                self._conns[i].send(msg)
+        except (BrokenPipeError, ConnectionError, EOFError, OSError):
+            raise self._dead(i) from None
+
+    def _raise_failed_reset(self, ids: Sequence[int]) -> None:
+        """Raise the error of a failed eager reset of any of ``ids`` (it is then forgotten)."""
+        for i in ids:
+            pre = self._pre.get(i)
+            if isinstance(pre, RemoteError):
+                del self._pre[i]
+                raise RuntimeError(
+                    f"{type(self).__name__}: env {i} raised in its worker: {pre.summary} "
+                    f"(resetting after its episode ended)\nworker traceback:\n{pre.text}"
+                )
 
     def _recv(self, i: int) -> Any:
         try:
@@ -233,6 +258,7 @@ class SubprocVectorEnv(BaseVectorEnv):
         self, ids: np.ndarray, seeds: list, options: dict[str, Any] | None
     ) -> tuple[Any, list[dict]]:
         id_list = ids.tolist()
+        self._raise_failed_reset(id_list)
         n = len(id_list)
         infos: list[Any] = [None] * n
         obs_list: list[Any] = [None] * n
@@ -240,11 +266,11 @@ class SubprocVectorEnv(BaseVectorEnv):
         remote: list[int] = []
         for j, (i, s) in enumerate(zip(id_list, seeds)):
             pre = self._pre.pop(i, None)
-            if pre is not None and s is None and options is None:
+            if isinstance(pre, tuple) and s is None and options is None:
                 obs_list[j], infos[j] = pre
                 pre_mask[j] = True
                 continue
-            self._conns[i].send(("r", (s, options)))
+            self._send(i, ("r", (s, options)))
             remote.append(j)
             if s is not None:  # the main process's copy, used by callers to sample actions
                 self.action_space[i].seed(s)
@@ -258,8 +284,8 @@ class SubprocVectorEnv(BaseVectorEnv):
         return stack_obs(obs_list), infos
 
     def _send_actions(self, action: np.ndarray, ids: np.ndarray) -> None:
-        conns = self._conns
         id_list = ids.tolist()
+        self._raise_failed_reset(id_list)
         buf = self._shm["act"] if self._shm is not None and self._act_shm else None
         if buf is not None and action.dtype.kind == "f" and buf.dtype.kind in "iub":
             raise TypeError(
@@ -272,10 +298,10 @@ class SubprocVectorEnv(BaseVectorEnv):
         if buf is not None:
             buf[ids] = action
             for i in id_list:
-                conns[i].send_bytes(_STEP)
+                self._send(i, _STEP)
         else:
             for i, a in zip(id_list, action):
-                conns[i].send(("s", a))
+                self._send(i, ("s", a))
 
     def _collect(
         self, pending: np.ndarray, wait_num: int, timeout: float | None
@@ -323,25 +349,25 @@ class SubprocVectorEnv(BaseVectorEnv):
 
     def _seed_envs(self, seeds: list) -> list[Any]:
         self._pre.clear()
-        for conn, space, s in zip(self._conns, self.action_space, seeds):
-            conn.send(("seed", s))
+        for i, (space, s) in enumerate(zip(self.action_space, seeds)):
+            self._send(i, ("seed", s))
             space.seed(s)
         return self._recv_all(range(self.env_num))
 
     def _get_attr(self, key: str, i: int) -> Any:
-        self._conns[i].send(("getattr", key))
+        self._send(i, ("getattr", key))
         return self._recv(i)
 
     def _set_attr(self, key: str, value: Any, i: int) -> None:
-        self._conns[i].send(("setattr", (key, value)))
+        self._send(i, ("setattr", (key, value)))
         self._recv(i)
 
     def render(self, **kwargs: Any) -> list[Any]:
         """Render every env (in its worker) and return the frames."""
         self._check_open()
         self._check_ready(self._all_ids)
-        for conn in self._conns:
-            conn.send(("render", kwargs))
+        for i in range(self.env_num):
+            self._send(i, ("render", kwargs))
         return self._recv_all(range(self.env_num))
 
     @property

@@ -6,6 +6,11 @@ with TorchRL's partial steps (``"_step"`` mask) and reset with partial resets (`
 Observations are every leaf of ``observation_spec`` (one leaf: an array; several: a dict keyed
 by ``"/"``-joined key); ``info`` holds only ``env_id``.
 
+Each step sends the env's current root TensorDict (what its last reset or step left: the
+observation and every entry a transform keeps, such as ``StepCounter``'s ``step_count``)
+with the action, as TorchRL's own rollouts do, so stateful transforms work; envs left out of
+a partial step keep their root rows.
+
 TorchRL seeds a batched env as a whole (``set_seed(seed)``), so ``seed(s)`` and
 ``reset(seed=s)`` call ``set_seed(s)`` and do not give env ``i`` exactly ``s + i``. Importing
 this module imports torchrl, which switches the global multiprocessing start method to spawn.
@@ -83,6 +88,7 @@ class TorchRLVectorEnv(BaseVectorEnv):
         ]
         self.observation_space = [obs_space] * self.env_num
         self._pending: TensorDict | None = None
+        self._root: TensorDict | None = None  # the env's current root (obs, transform state)
 
     def _mask(self, ids: np.ndarray, trailing: tuple[int, ...] = ()) -> torch.Tensor | None:
         if not self._batch or len(ids) == self.env_num:
@@ -107,11 +113,14 @@ class TorchRLVectorEnv(BaseVectorEnv):
     ) -> tuple[Any, list[dict]]:
         if any(s is not None for s in seeds):
             self.env.set_seed(next(s for s in seeds if s is not None))
-        td = TensorDict({}, batch_size=self._batch)
         mask = self._mask(ids, (1,))
-        if mask is not None:
+        td = TensorDict({}, batch_size=self._batch)
+        if mask is not None:  # a partial reset: the other envs' state goes in and stays
+            if self._root is not None:
+                td = self._root.clone(recurse=False)
             td.set("_reset", mask)
         out = self.env.reset(td)
+        self._root = out.exclude("_reset")
         return self._obs(out, ids), [{} for _ in range(len(ids))]
 
     def _send_actions(self, action: np.ndarray, ids: np.ndarray) -> None:
@@ -124,11 +133,33 @@ class TorchRLVectorEnv(BaseVectorEnv):
             full[torch.from_numpy(ids)] = act.to(full)
         else:
             full.copy_(act.reshape(full.shape))
-        td = TensorDict({self.action_key: full}, batch_size=self._batch)
+        root = self._root
+        td = (
+            root.clone(recurse=False)
+            if root is not None
+            else TensorDict({}, batch_size=self._batch)
+        )
+        td.set(self.action_key, full)
         mask = self._mask(ids)
         if mask is not None:
             td.set("_step", mask)
-        self._pending = self.env.step(td).get("next")
+        out = self.env.step(td)
+        self._pending = out.get("next")
+        self._root = self._next_root(out, mask)
+
+    def _next_root(self, out: TensorDict, mask: torch.Tensor | None) -> TensorDict:
+        """The root TensorDict after a step (TorchRL's ``step_mdp``); envs outside a
+        partial step's ``mask`` keep their previous rows."""
+        from torchrl.envs.utils import step_mdp
+
+        root = step_mdp(out, keep_other=True, exclude_action=True).exclude("_step", "_reset")
+        old = self._root
+        if mask is None or old is None:
+            return root
+        keys = [k for k in root.keys(True, True) if k in old.keys(True, True)]
+        merged = root.select(*keys).clone()
+        merged[~mask] = old.select(*keys)[~mask]
+        return merged
 
     def _collect(
         self, pending: np.ndarray, wait_num: int, timeout: float | None
@@ -151,7 +182,7 @@ class TorchRLVectorEnv(BaseVectorEnv):
             self.env.set_seed(seeds[0])
         for space, s in zip(self.action_space, seeds):
             space.seed(s)
-        self.env.reset()
+        self._root = self.env.reset().exclude("_reset")
         return [[s] for s in seeds]
 
     def _get_attr(self, key: str, i: int) -> Any:

@@ -125,18 +125,18 @@ def _writer(leaves: Leaves, views: dict[str, np.ndarray], i: int, prefix: str) -
     return write
 
 
-def _reset_early(env: gym.Env, write_robs: Any) -> tuple[Any, Any] | None:
+def _reset_early(env: gym.Env, write_robs: Any, env_id: int) -> tuple[Any, Any] | RemoteError:
     """Reset ``env`` right after a done step (``eager_reset``): ``(obs or None when written
-    to the ``robs/`` arrays, info)``, or ``None`` when the reset fails (the explicit
-    ``reset()`` will raise it)."""
+    to the ``robs/`` arrays, info)``, or the :class:`RemoteError` of a failed reset, which
+    the main process raises at the env's next ``reset()`` (as an in-process env would)."""
     try:  # reset now, while the main process is busy; see ``eager_reset``
         robs, rinfo = env.reset()
         if write_robs is not None:
             write_robs(robs)
             robs = None
         return (robs, rinfo)
-    except Exception:
-        return None
+    except Exception as exc:
+        return RemoteError(env_id, exc)
 
 
 def _serve_other(env: gym.Env, cmd: str, data: Any, conn: Connection) -> bool:
@@ -194,7 +194,11 @@ def worker_main(
                     if act_row is not None:
                         data = act_row[()] if act_scalar else act_row.copy()
                     obs, rew, term, trunc, info = env.step(data)
-                    pre = _reset_early(env, write_robs) if eager_reset and (term or trunc) else None
+                    pre = (
+                        _reset_early(env, write_robs, env_id)
+                        if eager_reset and (term or trunc)
+                        else None
+                    )
                     if scalars is None:
                         conn.send((obs, rew, term, trunc, info, pre))
                         continue

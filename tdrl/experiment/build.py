@@ -53,6 +53,7 @@ from tdrl.experiment.rundir import (
     start_run_dir,
     write_run_config,
 )
+from tdrl.experiment.sizes import check_sizes
 from tdrl.presets import make_algorithm, registry
 from tdrl.trainer import OfflineTrainer, OffPolicyTrainer, OnPolicyTrainer, TrainResult
 from tdrl.trainer.checkpoint import read_checkpoint
@@ -291,6 +292,8 @@ def build_experiment(cfg: ExperimentConfig) -> Experiment:
     envs = make_envs(preset, spec)
     created = False
     try:
+        spaces = envs[1].observation_space[0], envs[1].action_space[0]
+        check_sizes(preset, *spaces, cfg.overrides, cfg.device, cfg.buffer_device)
         resume = None if resume_state is None else (resume_state, checkpoint)
         algorithm = _make_algorithm(cfg, preset, envs, dataset, resume)
         offline = spec.trainer == "offline"

@@ -23,18 +23,26 @@ from tdrl.experiment.config import ExperimentConfig, summary_line
 from tdrl.experiment.policy import POLICY_FILE, save_policy
 from tdrl.presets import registry
 from tdrl.trainer import TrainingInterrupted, TrainResult
+from tdrl.trainer.base import StepAborted
 from tdrl.utils.logger import BaseLogger
 
-__all__ = ["CURVE_KEY", "Experiment"]
+__all__ = ["CURVE_KEY", "STOP_WITHIN_S", "Experiment"]
 
 CURVE_KEY = "test/returns_stat/mean"
 """The logged key ``curve.png`` draws."""
 
 
+STOP_WITHIN_S = 4.0
+"""After a first SIGINT/SIGTERM, a training step still running this many seconds later is
+aborted (:class:`~tdrl.trainer.base.StepAborted`), so a run stops within 5 seconds."""
+
+
 @contextlib.contextmanager
 def _interrupt_handlers(trainer: Any) -> Iterator[None]:
-    """While training: SIGINT/SIGTERM ask the trainer to stop at the next step boundary
-    (a second signal interrupts at once). Only in the main thread, where signals arrive."""
+    """While training: SIGINT/SIGTERM ask the trainer to stop at the next step boundary,
+    where it saves a checkpoint; a step still running :data:`STOP_WITHIN_S` seconds later
+    is aborted and the trainer saves the last step boundary it kept. A second signal
+    interrupts at once. Only in the main thread, where signals arrive."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -45,12 +53,19 @@ def _interrupt_handlers(trainer: Any) -> Iterator[None]:
         if trainer._interrupt is not None:  # second signal: stop now
             raise KeyboardInterrupt(name)
         trainer.request_interrupt(name)
+        signal.setitimer(signal.ITIMER_REAL, STOP_WITHIN_S)
+
+    def watchdog(signum: int, frame: Any) -> None:
+        if getattr(trainer, "in_step", False):  # (at a boundary the trainer is saving)
+            raise StepAborted(f"step still running {STOP_WITHIN_S} s after the stop signal")
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, handler)
+    previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, watchdog)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, old in previous.items():
             signal.signal(sig, old)
 
@@ -131,8 +146,10 @@ class Experiment:
         directory): ``ALGO on TASK: best test return X ± Y (epoch E; the saved policy is
         epoch L's), N env steps, T s; logs in DIR`` (offline: ``N gradient steps``).
 
-        SIGINT/SIGTERM end training at the next step: ``checkpoint.pt`` and ``policy.pt``
-        are saved and :class:`~tdrl.trainer.TrainingInterrupted` is raised.
+        SIGINT/SIGTERM end training at the next step boundary, within
+        :data:`STOP_WITHIN_S` seconds (a longer step is aborted and the last boundary the
+        trainer kept is saved): ``checkpoint.pt`` and ``policy.pt`` are saved and
+        :class:`~tdrl.trainer.TrainingInterrupted` is raised.
         """
         cfg = self.cfg
         if cfg.compile is not None:

@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tdrl.data.stats import CollectStats
-from tdrl.trainer.checkpoint import load_checkpoint, save_checkpoint
+from tdrl.trainer.checkpoint import (
+    checkpoint_bytes,
+    load_checkpoint,
+    save_checkpoint,
+    write_bytes,
+)
 from tdrl.trainer.result import TrainResult
 from tdrl.utils.logger import BaseLogger, LazyLogger
 from tdrl.utils.progress import progress_bar
@@ -111,6 +116,12 @@ class TrainingInterrupted(Exception):
         self.reason = reason
         self.checkpoint = checkpoint
         self.result = result
+
+
+class StepAborted(BaseException):
+    """Raised inside a training step (by the launcher's stop watchdog, after SIGINT/SIGTERM)
+    when the step would not reach its end in time: :meth:`BaseTrainer.run` then saves the
+    state of the last step boundary it kept (see :attr:`BaseTrainer.snapshot_after_s`)."""
 
 
 class BaseTrainer(ABC):
@@ -222,6 +233,47 @@ class BaseTrainer(ABC):
         self._interrupt: str | None = None
         self._epoch_progress = 0  # training steps done in the current (unfinished) epoch
         self._resume_progress = 0  # ... restored from a mid-epoch checkpoint
+        self.in_step = False
+        """Whether a training step is running (what a stop watchdog may abort)."""
+        self._snapshot: bytes | None = None  # the checkpoint of the last step boundary
+        self._step_started: float | None = None
+        self._snapshot_cost = 0.0  # seconds the last snapshot took
+
+    snapshot_after_s = 1.0
+    """A step boundary after a training step longer than this (seconds), and longer than ten
+    times what keeping a snapshot costs, keeps the run's checkpoint in memory, so that a stop
+    in the middle of the next step (which is likely long too) saves that boundary
+    (:class:`StepAborted`); the snapshots cost at most a tenth of the training time. Shorter
+    steps reach their boundary soon enough, where the stop saves as usual."""
+
+    def _mark_boundary(self, done: int) -> None:
+        """At a step boundary (``done`` steps of this epoch made): keep the state in memory
+        when the last step was slow (:attr:`snapshot_after_s`), else forget the old one."""
+        now = time.perf_counter()
+        took = now - self._step_started if self._step_started is not None else 0.0
+        self._snapshot = None
+        slow = took > self.snapshot_after_s and took > 10 * self._snapshot_cost
+        if slow and self.interrupt_checkpoint_path is not None:
+            cut = 1 if done == 0 else 0  # as a stop at this boundary saves it
+            self._epoch_progress = done
+            self.result.epoch -= cut
+            try:
+                self._snapshot = checkpoint_bytes(self)
+            finally:
+                self.result.epoch += cut
+            self._snapshot_cost = time.perf_counter() - now
+        self._step_started = time.perf_counter()
+
+    def _aborted(self, start: float) -> TrainingInterrupted:
+        """A step cut by :class:`StepAborted`: save the last boundary kept in memory (none
+        kept: nothing is saved and the last checkpoint on disk stays)."""
+        r = self.result
+        r.timing.total_time += time.perf_counter() - start
+        path = self.interrupt_checkpoint_path
+        saved = None
+        if path is not None and self._snapshot is not None:
+            saved = write_bytes(self._snapshot, path)
+        return TrainingInterrupted(self._interrupt or "interrupt", saved, r)
 
     @property
     def _budget_spent(self) -> bool:
@@ -381,9 +433,12 @@ class BaseTrainer(ABC):
                     if done == 0:  # nothing of this epoch ran: resume starts it afresh
                         r.epoch -= 1
                     return
+                self._mark_boundary(done)
+                self.in_step = True
                 if self.train_fn:
                     self.train_fn(r.epoch, r.env_step)
                 progress, postfix = self._training_step()
+                self.in_step = False
                 done += progress
                 bar.update(progress)
                 bar.set_postfix(postfix)
@@ -429,10 +484,14 @@ class BaseTrainer(ABC):
         ):
             self._stop = True
         try:
-            while (r.epoch < self.max_epochs or self._resume_progress) and not self._stop:
-                if self._interrupt is not None or self._budget_spent:
-                    break
-                self._run_epoch()
+            try:
+                while (r.epoch < self.max_epochs or self._resume_progress) and not self._stop:
+                    if self._interrupt is not None or self._budget_spent:
+                        break
+                    self._run_epoch()
+            except StepAborted:
+                self.in_step = False
+                raise self._aborted(start) from None
             if self._interrupt is not None:
                 r.timing.total_time += time.perf_counter() - start
                 path = self.interrupt_checkpoint_path

@@ -266,6 +266,12 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
         """Forget all data; ``keep_statistics`` keeps running episode return/length."""
         self._storage.reset_bookkeeping(keep_statistics)
 
+    def drop_open_episodes(self) -> None:
+        """End the running statistics of every unfinished episode (a collector calls it
+        when it resets its envs mid-episode): the next episode's return and length count
+        from its own first step, not from the dropped episode's. The rows stay."""
+        self._storage.drop_open_episodes()
+
     def set_batch(self, batch: Any) -> None:
         """Replace the storage columns by ``batch`` (leading dimension ``maxsize``)."""
         leaves = flatten_full_batch(batch, self.maxsize)

@@ -394,6 +394,14 @@ class CachedReplayBuffer(TorchRLReplayBuffer):
         self.main_buffer.reset(keep_statistics)
         self.cache.reset(keep_statistics)
 
+    def drop_open_episodes(self) -> None:
+        """Discard the caches' unfinished episodes (their envs were reset mid-episode):
+        they never reach the main buffer, and the next episode starts a fresh cache."""
+        cst = self.cache._storage
+        rings = np.arange(cst.num_rings)
+        cst.reset_rings(rings)
+        cst.drop_open_episodes(rings)
+
     def empty(self, empty_write_count: bool = True) -> None:
         """TorchRL's ``empty``: same as :meth:`reset`."""
         self.reset()

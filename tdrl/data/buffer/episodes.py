@@ -84,6 +84,19 @@ class EpisodeBook:
         self.prv_base[off] = off
         self._update_flags()
 
+    def drop_open_episodes(self, rings: Any = None) -> None:
+        """Forget the running return and length of the rings' unfinished episodes: the next
+        step written starts a new episode (its env was reset mid-episode). The rows already
+        written stay."""
+        idx = (
+            np.arange(self.num_rings)
+            if rings is None
+            else np.asarray(rings, dtype=np.int64).reshape(-1)
+        )
+        self.ep_return[idx] = 0
+        self.ep_len[idx] = 0
+        self.ep_start[idx] = self.offsets[idx] + self.cursor[idx]
+
     def _update_flags(self) -> None:
         self._filling = bool((self.lengths < self.ring_size).any())
         self._lockstep = bool(
