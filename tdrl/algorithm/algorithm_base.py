@@ -182,10 +182,15 @@ class Algorithm(LossKeys, LossModule):
 
         A batch of trajectories ``[N, T]`` (a TorchRL collector over a ``SerialEnv`` or
         ``ParallelEnv``) is flattened to ``[N * T]`` transitions, in every family; its
-        ``td_error`` and priority entries come back in the batch's own shape.
+        ``td_error`` and priority entries come back in the batch's own shape. An
+        on-policy algorithm's :meth:`prepare` sees the trajectories first (returns and
+        advantages run along time, written into the batch), off-policy ones the
+        transitions.
         """
-        flat = td.reshape(-1) if td.batch_dims > 1 else td
+        flat = td.reshape(-1) if td.batch_dims > 1 and not self.on_policy else td
         prepared = self.prepare(flat)
+        if prepared.batch_dims > 1:
+            prepared = prepared.reshape(-1)
         out: dict[str, torch.Tensor] = {}
         for stage in self._stages:
             out.update(stage.losses(prepared))

@@ -37,9 +37,10 @@ def test_the_committed_results_render_one_row_per_preset() -> None:
 
 def test_table_counts_seeds_medians_and_done() -> None:
     rs = [record("dqn", s, reached=s != 4, env_step=1000 * (s + 1)) for s in range(5)]
-    rs += [record("bc", 0, env_step=0)]  # offline: gradient steps
+    rs += [{**record("bc", 0, env_step=0), "gradient_step": 500}]  # offline: gradient steps
+    rs += [{**record("bc", 1, env_step=0), "gradient_step": 0}]  # "reached" untrained: no
     lines = seed_sweep.seed_table(rs).splitlines()
-    assert lines[2] == "| bc | CartPole-v1 | 195.0 | 1/1 | 0 gradient | 2.0 | no |"
+    assert lines[2] == "| bc | CartPole-v1 | 195.0 | 1/2 | 500 gradient | 2.0 | no |"
     assert lines[3] == "| dqn | CartPole-v1 | 195.0 | 4/5 | 2,500 env | 2.0 | yes |"
 
 
