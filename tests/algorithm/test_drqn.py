@@ -314,8 +314,9 @@ def test_update_matches_tianshou_exactly() -> None:
 
 # -- convergence ------------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # seed 0 needs 30+ epochs: about 300 s on a loaded 2-core machine
 def test_cartpole_preset_reaches_threshold(tmp_path: Any) -> None:
-    from tdrl.launch import ExperimentConfig, run_experiment
+    from tdrl.experiment import ExperimentConfig, run_experiment
 
     cfg = ExperimentConfig(
         algo="drqn",
