@@ -82,7 +82,7 @@ def _task_cell(algo: str, task: str) -> str:
 def render_algorithms() -> str:
     """The README's algorithm table from ``sweeps/results.jsonl``: seeds reaching the
     threshold (a test after the first gradient step), median steps and seconds of those."""
-    from tdrl.benchmark.seed_sweep import DEFAULT_OUT, load_records
+    from tdrl.benchmark.seed_sweep import DEFAULT_OUT, load_records, reached_runs
 
     records = load_records(ROOT / DEFAULT_OUT)
     lines = [
@@ -94,7 +94,7 @@ def render_algorithms() -> str:
         rs = [r for r in records if r["algo"] == algo and r["task"] == task]
         if not rs:
             raise SystemExit(f"{DEFAULT_OUT}: expected records of {algo} on {task}, found none")
-        ok = [r for r in rs if r["reached"] and r.get("gradient_step", 1) > 0]
+        ok = reached_runs(rs)
         offline = all(r["env_step"] == 0 for r in rs)
         key, unit = ("gradient_step", " gradient") if offline else ("env_step", "")
         steps = f"{statistics.median(r[key] for r in ok):,.0f}{unit}" if ok else "–"

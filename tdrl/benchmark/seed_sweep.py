@@ -35,7 +35,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_OUT", "load_records", "main", "run_to_threshold", "seed_table", "sweep"]
+__all__ = [
+    "DEFAULT_OUT",
+    "load_records",
+    "main",
+    "reached_runs",
+    "run_to_threshold",
+    "seed_table",
+    "sweep",
+]
 
 DEFAULT_OUT = Path("sweeps/results.jsonl")
 
@@ -95,6 +103,16 @@ def load_records(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def reached_runs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records that reached their threshold after training began (a record from
+    before ``best_trained_reward`` was kept can hold a "success" at 0 gradient steps).
+
+    >>> reached_runs([{"reached": True, "gradient_step": 0}, {"reached": True}])
+    [{'reached': True}]
+    """
+    return [r for r in records if r["reached"] and r.get("gradient_step", 1) > 0]
+
+
 def seed_table(records: list[dict[str, Any]]) -> str:
     """A Markdown table: per preset, seeds reaching the threshold, median steps and time.
 
@@ -115,9 +133,7 @@ def seed_table(records: list[dict[str, Any]]) -> str:
     for r in records:
         groups.setdefault((r["algo"], r["task"]), []).append(r)
     for (algo, task), rs in sorted(groups.items()):
-        # a threshold reached before the first gradient step is no success (records from
-        # before best_trained_reward was recorded can hold such a run)
-        ok = [r for r in rs if r["reached"] and r.get("gradient_step", 1) > 0]
+        ok = reached_runs(rs)
         # online runs count env steps; offline runs (no env step) gradient steps
         offline = all(r["env_step"] == 0 for r in rs)
         unit, key = ("gradient", "gradient_step") if offline else ("env", "env_step")
