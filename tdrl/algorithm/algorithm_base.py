@@ -428,6 +428,21 @@ class Algorithm(LossKeys, LossModule):
         self.n_updates += 1
         return stats
 
+    def run_training(self, params: Any) -> Any:
+        """Train with the trainer ``params`` describe (Tianshou 2.0's ``run_training``).
+
+        ``params`` is an ``OnPolicyTrainerParams``, ``OffPolicyTrainerParams`` or
+        ``OfflineTrainerParams`` (:mod:`tdrl.trainer.params`); returns the trainer's
+        :class:`~tdrl.trainer.TrainResult`.
+        """
+        create = getattr(params, "create_trainer", None)
+        if create is None:
+            raise TypeError(
+                "params: expected OnPolicyTrainerParams, OffPolicyTrainerParams or "
+                f"OfflineTrainerParams (tdrl.trainer), got {type(params).__name__}"
+            )
+        return create(self).run()
+
     def _on_device(self, batch: Any) -> Any:
         """Move a sampled batch (or one tensor of it) to the device of the algorithm's
         parameters (:func:`to_device`); on a CPU algorithm it is used as is."""

@@ -250,6 +250,7 @@ def _compiled_step(gs: GradStep, jit: Callable[[Callable[..., Any]], Callable[..
         if inputs:
             loss.backward(inputs=inputs, retain_graph=retain_graph)
         compiled()
+        GradStep.taken += 1
 
     return step
 

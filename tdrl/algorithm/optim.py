@@ -13,7 +13,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.optim.optimizer as _optim_mod
@@ -219,6 +219,10 @@ class GradStep:
         self.params = params
         self.max_grad_norm = max_grad_norm
 
+    taken: ClassVar[int] = 0
+    """Gradient steps taken in this process by every ``GradStep`` (what the conformance
+    runner reads to tell a script that trained from one that only ran)."""
+
     def step(self, loss: torch.Tensor, retain_graph: bool = False) -> None:
         """Zero the gradients, backpropagate ``loss`` into the own parameters only, clip, step.
 
@@ -242,6 +246,7 @@ class GradStep:
             self._clip()
         if not self._fused_adam_step():
             self.optim.step()
+        GradStep.taken += 1
 
     @torch.no_grad()
     def _fused_adam_step(self) -> bool:

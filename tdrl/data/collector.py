@@ -120,15 +120,13 @@ def _surely_finite(x: Tree) -> bool:
     return False
 
 
-def _check_policy(policy: Any) -> None:
-    """An ``Algorithm`` passed where its policy is expected raises a ``TypeError``."""
+def _as_policy(policy: Any) -> Any:
+    """The policy to act with: an ``Algorithm`` stands for its policy (as in Tianshou 2.0,
+    whose ``Collector`` takes ``Policy | Algorithm``); anything else is used as is."""
     base = sys.modules.get("tdrl.algorithm.algorithm_base")  # not imported: cannot be an Algorithm
     if base is not None and isinstance(policy, base.Algorithm):
-        name = type(policy).__name__
-        raise TypeError(
-            f"policy: expected a Policy (or a callable), got the algorithm {name}; "
-            f"pass its policy instead: Collector(algorithm.policy, envs, ...)"
-        )
+        return policy.policy
+    return policy
 
 
 def _zero_rows(state: Any, rows: np.ndarray) -> Any:
@@ -201,7 +199,8 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
     Args:
         policy: a callable ``policy(batch, state) -> Batch`` returning ``act`` (and
             optionally ``state`` and ``policy``); see ``docs/internals.md``. It may define
-            ``map_action``, ``map_action_inverse`` and ``exploration_noise``.
+            ``map_action``, ``map_action_inverse`` and ``exploration_noise``. An
+            ``Algorithm`` may be given instead: its ``policy`` acts (as in Tianshou 2.0).
         env: a tdrl vector env, a single ``gymnasium.Env`` (wrapped with a warning), or any
             source ``tdrl.env.make_vector_env`` accepts.
         buffer: where transitions go; default ``VectorReplayBuffer(10000 * N, N)``.
@@ -233,10 +232,9 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         exploration_noise: bool = False,
         check_finite: bool = True,
     ) -> None:
-        _check_policy(policy)
         self.env = _as_vector_env(env)
         self.env_num = len(self.env)
-        self.policy = policy
+        self.policy = _as_policy(policy)
         self.exploration_noise = exploration_noise
         self.check_finite = bool(check_finite)
         if buffer is None:

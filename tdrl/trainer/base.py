@@ -26,7 +26,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tdrl.data.stats import CollectStats
+import numpy as np
+
+from tdrl.data.stats import CollectStats, SequenceSummaryStats
 from tdrl.trainer.checkpoint import (
     checkpoint_bytes,
     load_checkpoint,
@@ -141,7 +143,12 @@ class BaseTrainer(ABC):
         train_fn: ``train_fn(epoch, env_step)`` called before each training step.
         test_fn: ``test_fn(epoch, env_step)`` called before each test.
         stop_fn: ``stop_fn(best_mean_test_return) -> bool`` ends training early.
-        save_best_fn: ``save_best_fn(algorithm)`` called when the best test return improves.
+        save_best_fn: ``save_best_fn(algorithm)`` called when the best test score improves.
+        compute_score_fn: ``compute_score_fn(test_stats) -> float``, the score a test is
+            judged by (best policy, ``stop_fn``); ``None``: the mean test return.
+        multi_agent_return_reduction: ``f(returns) -> returns`` applied to the episode
+            returns of every collect (for multi-agent envs whose returns are per agent:
+            reduce ``[n_episodes, n_agents]`` to one per episode), as in Tianshou.
         save_checkpoint_fn: ``save_checkpoint_fn(epoch, env_step, gradient_step)`` called at
             the end of every epoch (through the logger's ``save_data``).
         resume_from_log: restore ``(epoch, env_step, gradient_step)`` from the logger.
@@ -177,6 +184,8 @@ class BaseTrainer(ABC):
         test_fn: Callable[[int, int], None] | None = None,
         stop_fn: Callable[[float], bool] | None = None,
         save_best_fn: Callable[[Any], None] | None = None,
+        compute_score_fn: Callable[[CollectStats], float] | None = None,
+        multi_agent_return_reduction: Callable[[Any], Any] | None = None,
         save_checkpoint_fn: Callable[[int, int, int], Any] | None = None,
         resume_from_log: bool = False,
         checkpoint_path: str | Path | None = None,
@@ -204,6 +213,8 @@ class BaseTrainer(ABC):
         self.test_fn = test_fn
         self.stop_fn = stop_fn
         self.save_best_fn = save_best_fn
+        self.compute_score_fn = compute_score_fn
+        self.multi_agent_return_reduction = multi_agent_return_reduction
         self.save_checkpoint_fn = save_checkpoint_fn
         self.resume_from_log = resume_from_log
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path is not None else None
@@ -305,6 +316,7 @@ class BaseTrainer(ABC):
             "best_epoch": r.best_epoch,
             "best_trained": [r.best_trained_reward, r.best_trained_reward_std],
             "best_trained_epoch": r.best_trained_epoch,
+            "best_score": [r.best_score, r.best_trained_score],
             "loss_stats": {k: v.state_dict() for k, v in self.loss_stats.items()},
             "epoch_progress": self._epoch_progress,
         }
@@ -323,6 +335,9 @@ class BaseTrainer(ABC):
         if trained_best is not None:
             r.best_trained_reward, r.best_trained_reward_std = map(float, trained_best)
             r.best_trained_epoch = int(state.get("best_trained_epoch", r.best_epoch))
+        # checkpoints from before scores were kept: the score was the mean return
+        scores = state.get("best_score", [r.best_reward, r.best_trained_reward])
+        r.best_score, r.best_trained_score = map(float, scores)
         self.loss_stats = {}
         self._pending_updates = []
         for k, v in state.get("loss_stats", {}).items():
@@ -358,20 +373,31 @@ class BaseTrainer(ABC):
             self.test_fn(r.epoch, r.env_step)
         was_training = policy.training
         policy.eval()
-        stats = self.test_collector.collect(n_episode=self.episode_per_test)
+        stats = self.reduce_returns(self.test_collector.collect(n_episode=self.episode_per_test))
         policy.train(was_training)
         self.test_collector.reset_buffer()
         mean = stats.returns_stat.mean if stats.returns_stat else float("nan")
         std = stats.returns_stat.std if stats.returns_stat else 0.0
-        if force_best or mean > r.best_reward:
+        score = self.compute_score_fn(stats) if self.compute_score_fn else mean
+        if force_best or score > r.best_score:
             r.best_reward, r.best_reward_std, r.best_epoch = mean, std, r.epoch
+            r.best_score = score
             if self.save_best_fn:
                 self.save_best_fn(self.algorithm)
-        if self.trained and mean > r.best_trained_reward:
+        if self.trained and score > r.best_trained_score:
             r.best_trained_reward, r.best_trained_reward_std = mean, std
-            r.best_trained_epoch = r.epoch
+            r.best_trained_epoch, r.best_trained_score = r.epoch, score
         self.logger.log_test_data(_flat_stats(stats), self._test_log_step())
         r.timing.test_time += time.perf_counter() - start
+        return stats
+
+    def reduce_returns(self, stats: CollectStats) -> CollectStats:
+        """Apply ``multi_agent_return_reduction`` (if given) to a collect's returns."""
+        reduce = self.multi_agent_return_reduction
+        if reduce is None or stats.n_collected_episodes == 0:
+            return stats
+        stats.returns = np.asarray(reduce(stats.returns))
+        stats.returns_stat = SequenceSummaryStats.from_sequence(stats.returns)
         return stats
 
     def _test_log_step(self) -> int:
@@ -480,7 +506,7 @@ class BaseTrainer(ABC):
             and self.test_collector is not None
             and self.trained  # a resumed run that already reached it
             and not self._resume_progress
-            and self.stop_fn(r.best_trained_reward)
+            and self.stop_fn(r.best_trained_score)
         ):
             self._stop = True
         try:

@@ -55,8 +55,10 @@ class OnlineTrainer(BaseTrainer):
         r = self.result
         start = time.perf_counter()
         self.algorithm.policy.is_within_training_step = True
-        stats = self.train_collector.collect(
-            n_step=self.step_per_collect, n_episode=self.episode_per_collect
+        stats = self.reduce_returns(
+            self.train_collector.collect(
+                n_step=self.step_per_collect, n_episode=self.episode_per_collect
+            )
         )
         r.env_step += stats.n_collected_steps
         r.env_episode += stats.n_collected_episodes
@@ -70,10 +72,12 @@ class OnlineTrainer(BaseTrainer):
             and stats.returns_stat is not None
             and self.stop_fn is not None
             and self.trained
-            and self.stop_fn(stats.returns_stat.mean)
+            and self.stop_fn(
+                self.compute_score_fn(stats) if self.compute_score_fn else stats.returns_stat.mean
+            )
         ):
             self._test_step()
-            if self.stop_fn(r.best_trained_reward):
+            if self.stop_fn(r.best_trained_score):
                 self._stop = True
         return stats
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import pprint
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass
@@ -39,6 +40,12 @@ class TrainResult:
     thresholds, seed sweeps and reports judge."""
     best_trained_reward_std: float = 0.0
     best_trained_epoch: int = 0
+    best_score: float = float("-inf")
+    """The best test score: the mean return, or what the trainer's ``compute_score_fn``
+    makes of the test's stats (Tianshou's ``best_score``); ``best_reward`` is the mean
+    return of that test."""
+    best_trained_score: float = float("-inf")
+    """:attr:`best_score` after the first gradient step: what ``stop_fn`` is given."""
     epoch: int = 0
     env_step: int = 0
     env_episode: int = 0
@@ -57,3 +64,12 @@ class TrainResult:
         """Gradient steps per second of update time."""
         t = self.timing.update_time
         return self.gradient_step / t if t > 0 else 0.0
+
+    def pprint_asdict(self) -> None:
+        """Print the fields as a dict (Tianshou's ``InfoStats.pprint_asdict``).
+
+        >>> TrainResult(env_step=3).pprint_asdict()  # doctest: +ELLIPSIS
+        {'best_reward': -inf,
+        ...
+        """
+        pprint.pprint(asdict(self))
