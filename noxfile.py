@@ -115,16 +115,20 @@ def oracle(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Tianshou 2.0.1's own ``test/base`` against tdrl through the import-name shim.
+    """Tianshou 2.0.1's own tests against tdrl through the import-name shim.
 
     ``conformance/run.py`` checks the suite against its SHA256SUMS and compares every test's
-    outcome with ``conformance/expected.toml`` (strict both ways). Tianshou is not installed.
+    outcome with ``conformance/expected.toml`` (``test/base``) and, with ``--scripts``,
+    ``conformance/expected_scripts.toml`` (the algorithm scripts at a small budget: does each
+    one train?), strict both ways. Tianshou is not installed.
     """
-    _install(session, "dev,hdf5,logging")
+    _install(session, "dev,hdf5,logging,multiagent")
     session.install(
         "networkx", "deepdiff", "tensorboard", "h5py", "tqdm", "tomli; python_version<'3.11'"
     )
     session.run("python", "conformance/run.py", *session.posargs, env=QUIET)
+    if not session.posargs:
+        session.run("python", "conformance/run.py", "--scripts", env=QUIET)
 
 
 @nox.session
@@ -152,6 +156,12 @@ def envpool(session: nox.Session) -> None:
     """The env-layer tests with EnvPool installed (about 0.7 GB of wheels and assets)."""
     _install(session, "dev,hdf5,logging,mujoco,envpool")
     session.run("pytest", "-q", "tests/env", "tests/data", *session.posargs)
+    # Tianshou's test_psrl needs EnvPool (its conformance listing says "skip" without it)
+    session.install("networkx", "deepdiff", "tensorboard", "tomli; python_version<'3.11'")
+    session.run(
+        "python", "conformance/run.py", "--scripts", "-k", "test_psrl",
+        "--conformance-expected", "conformance/expected_envpool.toml", env=QUIET,
+    )  # fmt: skip
 
 
 @nox.session

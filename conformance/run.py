@@ -1,6 +1,12 @@
-"""Run Tianshou 2.0.1's ``test/base`` against tdrl through the import-name shim.
+"""Run Tianshou 2.0.1's own tests against tdrl through the import-name shim.
 
-``python conformance/run.py [--suite DIR] [pytest args...]``
+``python conformance/run.py [--suite DIR] [--scripts] [pytest args...]``
+
+Without ``--scripts``: ``test/base`` (the data layer), judged by ``expected.toml``. With
+``--scripts``: the algorithm scripts of ``test/{discrete,continuous,offline,modelbased,
+pettingzoo}`` at a small budget, one at a time, judged by ``expected_scripts.toml``
+(``conformance/scripts_plugin.py``: whether each one trained, and whether it reached its own
+threshold; ``--default-budget`` runs them at their own defaults instead).
 
 1. Checks every file of the suite's ``test/base`` (and ``test/__init__.py``) against
    ``SHA256SUMS``: no edits, nothing added or missing.
@@ -20,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -27,18 +34,29 @@ ROOT = HERE.parent
 DEFAULT_SUITE = ROOT.parent / "shared" / "tianshou-tests"
 
 
-def verify(suite: Path) -> list[str]:
-    """The suite's ``test/base`` files, each checked against ``SHA256SUMS`` (raises if not)."""
+BASE = ("test/base/",)
+SCRIPTS = tuple(
+    f"test/{d}/" for d in ("discrete", "continuous", "offline", "modelbased", "pettingzoo")
+)
+TOP = ("test/__init__.py", "test/determinism_test.py")
+
+
+def verify(suite: Path, folders: tuple[str, ...] = BASE) -> list[str]:
+    """The suite's files under ``folders`` (and its top-level modules), each checked
+    against ``SHA256SUMS``: no edits, nothing added or missing (raises if not)."""
     sums = {}
     for line in (suite / "SHA256SUMS").read_text().splitlines():
         digest, name = line.split(maxsplit=1)
         sums[name.lstrip("*")] = digest
-    wanted = sorted(n for n in sums if n.startswith("test/base/") or n == "test/__init__.py")
-    base = (suite / "test" / "base").rglob("*")
-    present = {str(p.relative_to(suite)) for p in base if p.is_file()}
-    present = {n for n in present if "__pycache__" not in n}
-    if (suite / "test" / "__init__.py").is_file():
-        present.add("test/__init__.py")
+    tops = TOP if folders != BASE else TOP[:1]
+    wanted = sorted(n for n in sums if n.startswith(folders) or n in tops)
+    present = {
+        str(p.relative_to(suite))
+        for folder in folders
+        for p in (suite / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    present |= {n for n in tops if (suite / n).is_file()}
     extra = sorted(set(present) - set(wanted))
     missing = sorted(set(wanted) - set(present))
     bad = [
@@ -53,14 +71,39 @@ def verify(suite: Path) -> list[str]:
     return wanted
 
 
+EXPERTS = ("gather_cartpole_data", "gather_pendulum_data")
+"""``test/offline``'s expert-data scripts: each trains an online agent to its threshold and
+pickles its replay buffer beside itself, where the offline scripts load it."""
+
+
+def gather_experts(tmp: str, env: dict[str, str]) -> None:
+    """Run the expert-data scripts at their own default arguments (as Tianshou's CI does,
+    which runs every script at its defaults), so the small-budget offline scripts train on
+    real expert data: at the small budget the expert would miss its own threshold assert
+    and the offline script would never reach its algorithm."""
+    for name in EXPERTS:
+        start = time.perf_counter()
+        code = (
+            "import sys; sys.argv = ['gather']; "
+            f"from test.offline.{name} import gather_data; gather_data()"
+        )
+        rc = subprocess.call(
+            [sys.executable, "-c", code], cwd=tmp, env=env, stdout=subprocess.DEVNULL
+        )
+        took = time.perf_counter() - start
+        print(f"conformance: {name} at its defaults: exit {rc} in {took:.0f} s", flush=True)
+
+
 def main(argv: list[str]) -> int:
     """Verify, copy and run the suite; the exit status is pytest's."""
     suite = Path(os.environ.get("TIANSHOU_TESTS", DEFAULT_SUITE))
     if argv[:1] == ["--suite"]:
         suite, argv = Path(argv[1]), argv[2:]
+    scripts = "--scripts" in argv
+    argv = [a for a in argv if a != "--scripts"]
     if not (suite / "SHA256SUMS").is_file():
         raise SystemExit(f"{suite}: Tianshou's test suite not found (set TIANSHOU_TESTS)")
-    files = verify(suite.resolve())
+    files = verify(suite.resolve(), SCRIPTS if scripts else BASE)
     print(f"conformance: {len(files)} files of {suite} match SHA256SUMS", flush=True)
     with tempfile.TemporaryDirectory(prefix="tdrl-conformance-") as tmp:
         for name in files:
@@ -71,9 +114,16 @@ def main(argv: list[str]) -> int:
             [str(HERE / "shim"), str(HERE), env.get("PYTHONPATH", "")]
         ).rstrip(os.pathsep)
         env.setdefault("RL_WARNINGS", "0")
-        cmd = [sys.executable, "-m", "pytest", "-c", str(HERE / "pytest.ini"),
-               f"--rootdir={tmp}", "-p", "plugin", "-q", "-rfE",
-               str(Path(tmp) / "test" / "base"), *argv]  # fmt: skip
+        if scripts:
+            gather_experts(tmp, env)
+            targets = [str(Path(tmp) / f) for f in SCRIPTS]
+            cmd = [sys.executable, "-m", "pytest", "-c", str(HERE / "pytest.ini"),
+                   f"--rootdir={tmp}", "-p", "scripts_plugin", "-q", "-rfE",
+                   "--timeout=900", "-W", "ignore", *targets, *argv]  # fmt: skip
+        else:
+            cmd = [sys.executable, "-m", "pytest", "-c", str(HERE / "pytest.ini"),
+                   f"--rootdir={tmp}", "-p", "plugin", "-q", "-rfE",
+                   str(Path(tmp) / "test" / "base"), *argv]  # fmt: skip
         return subprocess.call(cmd, cwd=tmp, env=env)
 
 

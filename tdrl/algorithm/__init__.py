@@ -106,6 +106,7 @@ ALIASES = {
     "RainbowDQN": "Rainbow",
     "DiscreteActorPolicy": "ActorPolicy",
     "OfflineImitationLearning": "BC",
+    "OffPolicyImitationLearning": "BC",
     "ICMOffPolicyWrapper": "ICM",
     "ICMOnPolicyWrapper": "ICM",
 }

@@ -114,6 +114,16 @@ class Algorithm(LossKeys, LossModule):
     compute_nstep_return = staticmethod(compute_nstep_return)
     """:func:`tdrl.algorithm.returns.compute_nstep_return` (Tianshou's static method)."""
 
+    def __class_getitem__(cls, item: Any) -> Any:
+        """``SAC[SACTrainingStats]``: Tianshou 2.0 annotates an algorithm with the type of its
+        training stats; tdrl's stats are one mapping type, so the subscript is the class.
+
+        >>> from tdrl.algorithm import DQN
+        >>> DQN[dict] is DQN
+        True
+        """
+        return cls
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")

@@ -22,7 +22,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["DiscretizeAction", "bin_values"]
+__all__ = ["DiscretizeAction", "MultiDiscreteToDiscrete", "TruncatedAsTerminated", "bin_values"]
 
 
 def bin_values(low: Any, high: Any, bins: int | Sequence[int]) -> list[np.ndarray]:
@@ -101,3 +101,53 @@ class DiscretizeAction(gym.ActionWrapper):
                 f"got {a.tolist()}"
             )
         return self._table[self._dims, a]
+
+
+class MultiDiscreteToDiscrete(gym.ActionWrapper):
+    """A ``MultiDiscrete(nvec)`` action space as one ``Discrete(prod(nvec))``.
+
+    Action ``k`` is the mixed-radix number whose digits are the sub-actions, the first
+    dimension most significant (``np.unravel_index(k, nvec)``), as Tianshou's wrapper of
+    the same name maps it.
+
+    :param env: an environment with a 1-D ``MultiDiscrete`` action space.
+
+    >>> env = MultiDiscreteToDiscrete(DiscretizeAction(gym.make("Pendulum-v1"), 5))
+    >>> env.action_space, env.action(np.array(4)).tolist(), env.action(np.array([0, 3])).tolist()
+    (Discrete(5), [4], [[0], [3]])
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.action_space
+        if not isinstance(space, gym.spaces.MultiDiscrete) or space.nvec.ndim != 1:
+            raise ValueError(f"env.action_space: expected a 1-D MultiDiscrete, got {space}")
+        self.nvec = np.asarray(space.nvec, dtype=np.int64)
+        self.n = int(np.prod(self.nvec))
+        self.action_space = gym.spaces.Discrete(self.n)
+
+    def action(self, act: Any) -> np.ndarray:
+        """The sub-actions ``[..., D]`` of the flat action(s) ``act`` ``[...]``."""
+        a = np.asarray(act, dtype=np.int64)
+        n = self.n
+        if (a < 0).any() or (a >= n).any():
+            raise ValueError(f"act: expected actions in [0, {n}), got {a.tolist()}")
+        return np.stack(np.unravel_index(a, tuple(self.nvec)), axis=-1)
+
+
+class TruncatedAsTerminated(gym.Wrapper):  # type: ignore[type-arg]
+    """``terminated = terminated or truncated`` on every step (a time limit ends the task
+    as a terminal state would: no bootstrapping past it).
+
+    :param env: the environment (usually under ``gymnasium.wrappers.TimeLimit``).
+
+    >>> env = TruncatedAsTerminated(gym.make("CartPole-v1", max_episode_steps=1))
+    >>> _ = env.reset(seed=0)
+    >>> env.step(0)[2:4]
+    (True, True)
+    """
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        """Step the env; a truncated step also counts as terminated."""
+        obs, rew, terminated, truncated, info = self.env.step(action)
+        return obs, rew, bool(terminated or truncated), bool(truncated), info

@@ -406,3 +406,17 @@ def test_preset_reaches_threshold_on_cartpole(tmp_path) -> None:  # type: ignore
         )
     )
     assert result.best_reward >= 195.0
+
+
+def test_num_fractions_must_match_the_fraction_model() -> None:
+    """Tianshou's ``FQF(num_fractions=...)`` is accepted; the fraction model proposes the
+    fractions, so a different count is an error naming both."""
+    from tdrl.algorithm.modelfree.fqf import FQF, FQFPolicy
+    from tdrl.utils.net_quantile import FractionProposalNetwork, FullQuantileFunction
+
+    net = FullQuantileFunction(3, 2, hidden_sizes=(8,), num_cosines=4)
+    p = FQFPolicy(model=net, fraction_model=FractionProposalNetwork(4, 8),
+                  action_space=gym.spaces.Discrete(2))  # fmt: skip
+    assert FQF(policy=p, num_fractions=4).policy is p
+    with pytest.raises(ValueError, match="proposes 4 fractions, got num_fractions=5"):
+        FQF(policy=p, num_fractions=5)

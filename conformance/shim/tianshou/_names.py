@@ -34,12 +34,34 @@ def absent(qualname: str) -> type:
     return _AbsentMeta(qualname.rsplit(".", 1)[-1], (), namespace)
 
 
-def forwarder(module: str, table: dict[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` that imports ``table[name]`` (``"pkg.mod:attr"``) from tdrl."""
+def inert(qualname: str) -> type:
+    """A stand-in for a Tianshou name used only by tests that Tianshou itself switches off
+    (its determinism snapshots, ``ENABLED = False``): it can be constructed, so such a test
+    reaches its own skip, and any use of the object raises ``NotImplementedError``."""
+
+    def _raise(self: Any, name: str) -> NoReturn:
+        raise NotImplementedError(f"{qualname}.{name}: no tdrl counterpart")
+
+    namespace = {
+        "__init__": lambda self, *args, **kwargs: None,
+        "__getattr__": _raise,
+        "__enter__": lambda self: _raise(self, "__enter__"),
+        "__qualname__": qualname,
+    }
+    return type(qualname.rsplit(".", 1)[-1], (), namespace)
+
+
+def forwarder(
+    module: str, table: dict[str, str], inert_names: tuple[str, ...] = ()
+) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that imports ``table[name]`` (``"pkg.mod:attr"``) from tdrl;
+    ``inert_names`` resolve to :func:`inert` stand-ins."""
 
     def __getattr__(name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in inert_names:
+            return inert(f"{module}.{name}")
         target = table.get(name)
         if target is None:
             return absent(f"{module}.{name}")

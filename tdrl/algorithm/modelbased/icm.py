@@ -32,7 +32,7 @@ the wrapped algorithm's ``loss_*`` terms at that reward and the ICM terms
 from __future__ import annotations
 
 from collections.abc import MutableMapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -119,8 +119,11 @@ class IntrinsicCuriosityModule(nn.Module):
 class ICM(Algorithm):
     """Wrap ``wrapped`` with the intrinsic curiosity module (see the module docstring).
 
-    :param wrapped: the algorithm to wrap (discrete actions).
-    :param model: an :class:`IntrinsicCuriosityModule`.
+    :param wrapped: the algorithm to wrap (discrete actions); Tianshou's keyword
+        ``wrapped_algorithm=`` is accepted too.
+    :param model: an :class:`IntrinsicCuriosityModule`, or any module ``(obs, act,
+        obs_next) -> (forward error [B], inverse logits [B, n_actions])`` (e.g.
+        :class:`tdrl.utils.tianshou_net.discrete.IntrinsicCuriosityModule`).
     :param optim: optimizer factory (or Adam learning rate) for ``model``.
     :param lr_scale: multiplier of the ICM loss.
     :param reward_scale: multiplier of the forward error in the bonus.
@@ -138,17 +141,25 @@ class ICM(Algorithm):
     ...     feature_net=torch.nn.Linear(4, 8), feature_dim=8, action_dim=2))
     >>> icm.policy is dqn.policy, icm.on_policy
     (True, False)
+    >>> ICM(wrapped_algorithm=dqn, model=icm.model).wrapped is dqn  # Tianshou's keyword
+    True
     >>> ICM(wrapped=dqn, model=icm.model, forward_loss_weight=2.0)
     Traceback (most recent call last):
     ...
     ValueError: forward_loss_weight: expected a value in [0, 1], got 2.0
     """
 
+    PARAMETER_ALIASES: ClassVar[dict[str, str]] = {
+        **Algorithm.PARAMETER_ALIASES,
+        "wrapped_algorithm": "wrapped",
+    }
+    """Tianshou 2.0's ``ICMOffPolicyWrapper(wrapped_algorithm=...)`` is ``wrapped=``."""
+
     def __init__(
         self,
         *,
         wrapped: Algorithm,
-        model: IntrinsicCuriosityModule,
+        model: nn.Module,
         optim: OptimizerFactory | float = 1e-3,
         lr_scale: float = 1.0,
         reward_scale: float = 0.01,

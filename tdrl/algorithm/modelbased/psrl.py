@@ -29,7 +29,7 @@ same MDPs as Tianshou's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -286,6 +286,9 @@ class PSRL(Algorithm):
 
     on_policy = True
     policy: PSRLPolicy
+    posterior_updates: ClassVar[int] = 0
+    """Posterior updates made in this process by every PSRL (its learning steps: PSRL has
+    no gradient steps; the conformance runner reads it beside ``GradStep.taken``)."""
 
     def __init__(self, *, policy: PSRLPolicy, add_done_loop: bool = False) -> None:
         require_instance("policy", policy, PSRLPolicy)
@@ -335,6 +338,7 @@ class PSRL(Algorithm):
         (the posterior's mean reward mean and mean reward standard deviation)."""
         with torch.no_grad():
             self.model.observe(*self.counts(td))
+        PSRL.posterior_updates += 1
         return {
             "psrl_rew_mean": self.model.rew_mean.mean().float(),
             "psrl_rew_std": self.model.rew_std.mean().float(),

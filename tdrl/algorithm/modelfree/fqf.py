@@ -95,11 +95,14 @@ def fraction_gradient(z_tau: torch.Tensor, z_hat: torch.Tensor) -> torch.Tensor:
 class FQFPolicy(QLearningPolicy):
     """Greedy (epsilon-greedy) policy over the fraction-weighted quantile mean.
 
-    :param model: a :class:`~tdrl.utils.net_quantile.FullQuantileFunction` (any module
-        with ``features(obs) -> [B, D]`` and ``quantiles(features, taus [B, N]) ->
-        [B, n_actions, N]``).
+    :param model: a :class:`~tdrl.utils.net_quantile.FullQuantileFunction` or the
+        Tianshou-signature :class:`~tdrl.utils.tianshou_net.discrete.FullQuantileFunction`
+        (any module with ``features(obs) -> [B, D]`` and ``quantiles(features, taus [B, N])
+        -> [B, n_actions, N]``).
     :param fraction_model: a :class:`~tdrl.utils.net_quantile.FractionProposalNetwork`
-        over the model's features (``embedding_dim = model.feature_dim``).
+        over the model's features (``embedding_dim = model.feature_dim``, Tianshou's
+        ``model.input_dim``); one returning a plain ``(taus, tau_hats, entropies)`` tuple,
+        as Tianshou's does, works too.
     :param action_space: a ``Discrete`` space.
     ``eps_training`` / ``eps_inference`` (keywords passed on): epsilon-greedy exploration, as
         :class:`~tdrl.algorithm.qlearning.QLearningPolicy`.
@@ -134,7 +137,8 @@ class FQFPolicy(QLearningPolicy):
         net: Any = model if model is not None else self.model
         features = net.features(obs)
         if fractions is None:
-            fractions = self.fraction_model(features.detach())
+            # Tianshou's proposal network returns a plain (taus, tau_hats, entropies)
+            fractions = Fractions(*self.fraction_model(features.detach()))
         return FQFOutput(net.quantiles(features, fractions.tau_hats), fractions, features, mask)
 
     def model_output(
@@ -158,6 +162,8 @@ class FQF(QuantileQLearningAlgorithm):
     :param fraction_optim: optimizer factory (or Adam learning rate) of the fraction
         proposal network (default: RMSprop with the paper's ``lr = 2.5e-9``).
     :param ent_coef: weight of the entropy bonus of the proposed fractions (``>= 0``).
+    :param num_fractions: the number of fractions (Tianshou's argument; the fraction model
+        proposes them, so a value that differs from its ``num_fractions`` is an error).
 
     The other parameters are :class:`~tdrl.algorithm.qlearning.QLearningAlgorithm`'s:
     ``optim`` is the optimizer factory (or Adam learning rate) of the quantile function;
@@ -186,9 +192,16 @@ class FQF(QuantileQLearningAlgorithm):
         policy: FQFPolicy,
         fraction_optim: OptimizerFactory | float | None = None,
         ent_coef: float = 0.0,
+        num_fractions: int | None = None,
         **kwargs: Unpack[QLearningParams],
     ) -> None:
         require_instance("policy", policy, FQFPolicy)
+        proposed = getattr(policy.fraction_model, "num_fractions", None)
+        if num_fractions is not None and proposed is not None and num_fractions != proposed:
+            raise ValueError(
+                f"num_fractions: the fraction model proposes {proposed} fractions, "
+                f"got num_fractions={num_fractions}"
+            )
         if not ent_coef >= 0.0:
             raise ValueError(f"ent_coef: expected a value >= 0, got {ent_coef}")
         super().__init__(policy=policy, **kwargs)
@@ -237,7 +250,7 @@ class FQF(QuantileQLearningAlgorithm):
         """``L_P``: the W1 fraction loss and the entropy bonus, from the features and
         quantile values :meth:`q_losses` left in ``td``."""
         features = self._get(td, "fraction_features", "fraction features (set by q_losses)")
-        fractions = self.policy.fraction_model(features)
+        fractions = Fractions(*self.policy.fraction_model(features))
         grad = fraction_gradient(td["quantiles_tau"], td["quantiles_hat"])
         entropy = fractions.entropies.mean()
         return {

@@ -50,9 +50,12 @@ __all__ = ["IQN", "IQNPolicy", "QuantileQLearningAlgorithm", "take_action"]
 class IQNPolicy(QLearningPolicy):
     """Greedy (epsilon-greedy) policy over the mean of sampled quantiles.
 
-    :param model: an :class:`~tdrl.utils.net_quantile.ImplicitQuantileNetwork` (any module
-        with ``features(obs) -> [B, D]`` and ``quantiles(features, taus [B, N]) ->
-        [B, n_actions, N]``).
+    :param model: an :class:`~tdrl.utils.net_quantile.ImplicitQuantileNetwork` or the
+        Tianshou-signature :class:`~tdrl.utils.tianshou_net.discrete.ImplicitQuantileNetwork`
+        (any module with ``features(obs) -> [B, D]`` and ``quantiles(features, taus [B, N])
+        -> [B, n_actions, N]``); a module with only Tianshou's contract ``forward(obs,
+        sample_size) -> ((Z [B, n_actions, N], taus [B, N]), state)`` works too, its
+        fractions then drawn by the module from torch's global generator.
     :param action_space: a ``Discrete`` space.
     :param sample_size: fractions per state when acting.
     :param online_sample_size: fractions per sample for the online quantiles of the loss
@@ -102,6 +105,10 @@ class IQNPolicy(QLearningPolicy):
         under ``model`` (default: the online model)."""
         obs, mask = split_mask(obs)
         net: Any = model if model is not None else self.model
+        if not (hasattr(net, "features") and hasattr(net, "quantiles")):
+            # Tianshou's contract: the network draws the fractions itself
+            (z, taus), _ = net(obs, sample_size=n)
+            return z, taus, mask
         features = net.features(obs)
         taus = torch.rand(
             features.shape[0],

@@ -8,5 +8,8 @@ __getattr__ = forwarder(
         "Algorithm": "tdrl.algorithm:Algorithm",
         "Policy": "tdrl.algorithm:Policy",
         "episode_mc_return_to_go": "tdrl.data:episode_mc_return_to_go",
+        "OnPolicyAlgorithm": "tdrl.algorithm:OnPolicyAlgorithm",
+        "OffPolicyAlgorithm": "tdrl.algorithm:OffPolicyAlgorithm",
+        "OfflineAlgorithm": "tdrl.algorithm:OfflineAlgorithm",
     },
 )

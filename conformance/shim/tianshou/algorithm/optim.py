@@ -6,5 +6,10 @@ __getattr__ = forwarder(
     "tianshou.algorithm.optim",
     {
         "AdamOptimizerFactory": "tdrl.algorithm:AdamOptimizerFactory",
+        "RMSpropOptimizerFactory": "tdrl.algorithm:RMSpropOptimizerFactory",
+        "OptimizerFactory": "tdrl.algorithm:OptimizerFactory",
+        "TorchOptimizerFactory": "tdrl.algorithm:TorchOptimizerFactory",
+        "LRSchedulerFactory": "tdrl.algorithm:LRSchedulerFactory",
+        "LRSchedulerFactoryLinear": "tdrl.algorithm:LRSchedulerFactoryLinear",
     },
 )

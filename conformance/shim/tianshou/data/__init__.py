@@ -17,6 +17,7 @@ __getattr__ = forwarder(
         "Collector": "tdrl.data:Collector",
         "AsyncCollector": "tdrl.data:AsyncCollector",
         "CollectStats": "tdrl.data:CollectStats",
+        "InfoStats": "tdrl.trainer:TrainResult",
         "SequenceSummaryStats": "tdrl.data:SequenceSummaryStats",
         "to_numpy": "tdrl.data:to_numpy",
         "to_torch": "tdrl.data:to_torch",

@@ -10,5 +10,8 @@ __getattr__ = forwarder(
         "SubprocVectorEnv": "tdrl.env:SubprocVectorEnv",
         "ShmemVectorEnv": "tdrl.env:ShmemVectorEnv",
         "RayVectorEnv": "tdrl.env:RayVectorEnv",
+        "ContinuousToDiscrete": "tdrl.env.discretize:DiscretizeAction",
+        "MultiDiscreteToDiscrete": "tdrl.env.discretize:MultiDiscreteToDiscrete",
+        "TruncatedAsTerminated": "tdrl.env.discretize:TruncatedAsTerminated",
     },
 )

@@ -8,5 +8,7 @@ __getattr__ = forwarder(
         "MovAvg": "tdrl.utils.stats:MovAvg",
         "RunningMeanStd": "tdrl.utils.stats:RunningMeanStd",
         "TensorboardLogger": "tdrl.utils.logger:TensorboardLogger",
+        "LazyLogger": "tdrl.utils.logger:LazyLogger",
+        "WandbLogger": "tdrl.utils.logger:WandbLogger",
     },
 )

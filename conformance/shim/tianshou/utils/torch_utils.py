@@ -4,5 +4,8 @@ from tianshou._names import forwarder
 
 __getattr__ = forwarder(
     "tianshou.utils.torch_utils",
-    {},
+    {
+        "policy_within_training_step": "tdrl.algorithm:within_training_step",
+        "torch_train_mode": "tdrl.algorithm.policy:torch_train_mode",
+    },
 )

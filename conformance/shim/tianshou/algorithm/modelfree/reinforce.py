@@ -6,5 +6,8 @@ __getattr__ = forwarder(
     "tianshou.algorithm.modelfree.reinforce",
     {
         "ProbabilisticActorPolicy": "tdrl.algorithm:ProbabilisticActorPolicy",
+        "DiscreteActorPolicy": "tdrl.algorithm:DiscreteActorPolicy",
+        "Reinforce": "tdrl.algorithm:Reinforce",
+        "ActorPolicy": "tdrl.algorithm:ActorPolicy",
     },
 )

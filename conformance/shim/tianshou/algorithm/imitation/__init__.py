@@ -1,0 +1,5 @@
+"""``tianshou.algorithm.imitation`` -> tdrl (names only; see ``tianshou/_names.py``)."""
+
+from tianshou._names import forwarder
+
+__getattr__ = forwarder("tianshou.algorithm.imitation", {})
