@@ -17,12 +17,15 @@ what tdrl did, not only by pytest's verdict:
 ``skip``, or ``xfail <anchor>: why`` (anything but training; the anchor is a heading of
 ``docs/differences.md``). The comparison is strict both ways, so an improvement has to be
 recorded. ``--conformance-dump FILE`` writes each test's outcome, gradient steps, wall
-time and first error line as JSON.
+time and first error line as JSON, after every test; with ``--resume`` the tests already in
+that file are not run again (a long ``--default-budget`` run continues where it stopped).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -47,12 +50,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--conformance-expected", default=str(HERE / "expected_scripts.toml"))
     parser.addoption("--conformance-dump", default=None)
     parser.addoption("--default-budget", action="store_true", default=False)
+    parser.addoption("--resume", action="store_true", default=False)
 
 
 def _in_script(excinfo: Any, path: str) -> bool:
     """Whether the exception was raised by a statement of the script's own test function."""
     tb = excinfo.traceback
     return bool(tb) and str(tb[-1].path) == path
+
+
+def _commit() -> str:
+    """The tdrl commit being measured (``git rev-parse HEAD``; ``unknown`` outside git)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
 
 
 class Scripts:
@@ -63,6 +78,8 @@ class Scripts:
         self.expected = load_expected(Path(config.getoption("--conformance-expected")))
         self.dump = config.getoption("--conformance-dump")
         self.results: dict[str, dict[str, Any]] = {}
+        if config.getoption("--resume") and self.dump and Path(self.dump).is_file():
+            self.results = json.loads(Path(self.dump).read_text())
         self.problems: list[str] = []
         anchors = _anchors(DIFFERENCES.read_text())
         for key, value in self.expected.items():
@@ -79,8 +96,14 @@ class Scripts:
         return nodeid.split("test/", 1)[-1]
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        seen = set()
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        done = [i for i in items if self.key(i.nodeid) in self.results]
+        if done:  # --resume: what the dump already holds is not run again
+            config.hook.pytest_deselected(items=done)
+            items[:] = [i for i in items if i not in done]
+        seen = {self.key(i.nodeid) for i in done}
         for item in items:
             key = self.key(item.nodeid)
             if key.endswith("_determinism"):
@@ -104,7 +127,13 @@ class Scripts:
         outcome = yield
         steps, wall = learning_steps() - before, time.perf_counter() - start
         excinfo = outcome.excinfo
-        result: dict[str, Any] = {"gradient_steps": steps, "seconds": round(wall, 1)}
+        result: dict[str, Any] = {
+            "gradient_steps": steps,
+            "seconds": round(wall, 1),
+            "budget": "default" if self.config.getoption("--default-budget") else "small",
+            "commit": _commit(),
+            "load_1min": round(os.getloadavg()[0], 2),
+        }
         if excinfo is None:
             result["outcome"] = "reached" if steps else "untrained"
         elif excinfo[0] is pytest.skip.Exception:
@@ -119,6 +148,12 @@ class Scripts:
             message = str(excinfo[1]).splitlines()[0][:300] if str(excinfo[1]) else ""
             result["error"] = f"{excinfo[0].__name__}: {message}"
         self.results[self.key(item.nodeid)] = result
+        self._write()
+
+    def _write(self) -> None:
+        if self.dump:
+            Path(self.dump).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.dump).write_text(json.dumps(self.results, indent=1, sort_keys=True) + "\n")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         key = self.key(report.nodeid)
@@ -153,8 +188,7 @@ class Scripts:
         )
         lines += [f"  MISMATCH {p}" for p in self.problems]
         print("\n".join(lines), file=sys.stderr)
-        if self.dump:
-            Path(self.dump).write_text(json.dumps(self.results, indent=1, sort_keys=True))
+        self._write()
         if self.problems:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

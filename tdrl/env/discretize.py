@@ -139,7 +139,7 @@ class TruncatedAsTerminated(gym.Wrapper):  # type: ignore[type-arg]
     """``terminated = terminated or truncated`` on every step (a time limit ends the task
     as a terminal state would: no bootstrapping past it).
 
-    :param env: the environment (usually under ``gymnasium.wrappers.TimeLimit``).
+    Wrap the environment (usually one under ``gymnasium.wrappers.TimeLimit``) with it:
 
     >>> env = TruncatedAsTerminated(gym.make("CartPole-v1", max_episode_steps=1))
     >>> _ = env.reset(seed=0)
