@@ -51,3 +51,28 @@ def test_compile_flag_compiles_before_training(
     assert "compiled the update in" in out and "dqn on CartPole-v1" in out.splitlines()[-1]
     (run,) = tmp_path.iterdir()
     assert yaml.safe_load((run / "config.yaml").read_text())["compile"] == "default"
+
+
+@pytest.mark.parametrize(("times", "says"), [((2e-3, 1e-3), True), ((1e-3, 2e-3), False)])
+def test_compile_on_the_cpu_says_when_eager_is_faster(
+    times: tuple[float, float],
+    says: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import tdrl.algorithm.compile as comp
+    from tdrl.algorithm.base import Algorithm
+
+    real_compile = Algorithm.compile
+    monkeypatch.setattr(
+        Algorithm, "compile", lambda self, mode=None, *a, **k: real_compile(self, mode, "eager")
+    )
+    monkeypatch.setattr(comp, "compare_with_eager", lambda alg, data, bs: times)
+    argv = ["train", "dqn", "CartPole-v1", "--compile", "--epochs", "1", "--step-per-epoch"]
+    argv += ["100", "--test-num", "1", "--logdir", str(tmp_path), "--no-progress", "--no-plot"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    line = "a compiled update takes 2.00 ms, an eager one 1.00 ms"
+    assert (line in out and "eager is faster here" in out) == says
+    assert out.count("--compile on the CPU") == (1 if says else 0)

@@ -372,6 +372,62 @@ def warmup(algorithm: Algorithm, buffer: Any, batch_size: int | None) -> float:
     return time.perf_counter() - start
 
 
+def compare_with_eager(
+    algorithm: Algorithm, buffer: Any, batch_size: int | None, repeats: int = 15
+) -> tuple[float, float]:
+    """Seconds per update of the compiled and of the eager update, measured now.
+
+    After :func:`warmup`: the same batch goes through the compiled stages and through the
+    eager ones ``repeats`` times each (alternating, the median kept), and everything is
+    restored afterwards as in :func:`warmup`. ``tdrl train --compile`` uses it to say when
+    compiling is slower than eager on this machine.
+    """
+    import statistics
+    import time
+
+    state = algorithm.__dict__.get(_STATE)
+    if state is None:
+        raise ValueError("algorithm: expected a compiled algorithm (compile_algorithm first)")
+    compiled_losses = [stage.losses for stage in algorithm._stages]
+    compiled_steps = [gs.__dict__.get("step") for gs in algorithm._grad_steps]
+
+    def use(compiled: bool) -> None:
+        for stage, fast, slow in zip(algorithm._stages, compiled_losses, state["eager_losses"]):
+            stage.losses = fast if compiled else slow
+        for gs, step in zip(algorithm._grad_steps, compiled_steps):
+            if compiled and step is not None:
+                gs.__dict__["step"] = step
+            else:
+                gs.__dict__.pop("step", None)
+
+    times: dict[bool, list[float]] = {True: [], False: []}
+    with (
+        _restored(algorithm, buffer),
+        within_training_step(algorithm.policy),
+        _train_mode(algorithm, algorithm.policy),
+    ):
+        if algorithm.on_policy:
+            indices = buffer.sample_indices(0)
+            batch = algorithm.preprocess(algorithm._on_device(buffer[indices]), buffer, indices)
+        else:
+            assert batch_size is not None
+            batch, indices = buffer.sample(batch_size)
+            batch = algorithm.preprocess(algorithm._on_device(batch), buffer, indices)
+        try:
+            for _ in range(repeats):
+                for compiled in (True, False):
+                    use(compiled)
+                    start = time.perf_counter()
+                    if algorithm.on_policy:
+                        algorithm._update_with_batch(batch, batch_size, 1)
+                    else:
+                        algorithm._run_stages(batch)
+                    times[compiled].append(time.perf_counter() - start)
+        finally:
+            use(True)
+    return statistics.median(times[True]), statistics.median(times[False])
+
+
 def synthetic_buffer(
     observation_space: Any,
     action_space: Any,

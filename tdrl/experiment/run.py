@@ -137,8 +137,21 @@ class Experiment:
                 max(1, int(getattr(p, "training_num", 1))),
                 max(int(getattr(p, "batch_size", None) or 1), 64),
             )
-        seconds = warmup(self.algorithm, data, getattr(p, "batch_size", None))
+        batch_size = getattr(p, "batch_size", None)
+        seconds = warmup(self.algorithm, data, batch_size)
         print(f"compiled the update in {seconds:.1f} s", flush=True)
+        param = next(self.algorithm.parameters(), None)
+        if param is not None and param.device.type == "cpu":
+            from tdrl.algorithm.compile import compare_with_eager
+
+            fast, slow = compare_with_eager(self.algorithm, data, batch_size)
+            if fast >= slow:
+                print(
+                    f"--compile on the CPU: a compiled update takes {fast * 1e3:.2f} ms, an "
+                    f"eager one {slow * 1e3:.2f} ms (measured just now); eager is faster "
+                    "here, so this run is slower with --compile: drop the flag",
+                    flush=True,
+                )
 
     def run(self, summary: bool = True) -> TrainResult:
         """Train, close the envs, save ``policy.pt``, draw ``curve.png`` and print the

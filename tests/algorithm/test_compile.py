@@ -214,3 +214,24 @@ def test_warmup_on_a_synthetic_buffer_before_the_first_collect() -> None:
     want = reference.update(buf_ref, batch_size, repeat=2)
     for key in want:
         assert got[key] == pytest.approx(want[key], rel=1e-4, abs=1e-5), key
+
+
+@pytest.mark.parametrize("family", ["sac", "ppo"])
+def test_compare_with_eager_times_both_and_restores_everything(family: str) -> None:
+    from tdrl.algorithm.compile import compare_with_eager
+
+    build = _sac if family == "sac" else _ppo
+    alg, buf, batch_size = build()
+    reference, _, _ = build()
+    alg.compile(backend="aot_eager")
+    compiled_losses = [stage.losses for stage in alg._stages]
+    warmup(alg, buf, batch_size)
+    fast, slow = compare_with_eager(alg, buf, batch_size, repeats=2)
+    assert fast > 0 and slow > 0
+    assert [stage.losses for stage in alg._stages] == compiled_losses  # still compiled
+    for (name, p), (_, q) in zip(alg.state_dict().items(), reference.state_dict().items()):
+        if isinstance(p, torch.Tensor):
+            torch.testing.assert_close(p, q, msg=name)
+    uncompile(alg)
+    with pytest.raises(ValueError, match="expected a compiled algorithm"):
+        compare_with_eager(alg, buf, batch_size)
