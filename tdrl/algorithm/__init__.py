@@ -97,6 +97,8 @@ _EXPORTS = {
     "MultiAgentOffPolicyAlgorithm": "tdrl.algorithm.multiagent",
     "MultiAgentPolicyManager": "tdrl.algorithm.multiagent",
     "MultiAgentCollector": "tdrl.algorithm.multiagent",
+    "MultiAgentOnPolicyAlgorithm": "tdrl.algorithm.multiagent",
+    "MARLRandomDiscreteMaskedOffPolicyAlgorithm": "tdrl.algorithm.multiagent",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }

@@ -21,6 +21,13 @@ agents' rows and ``step`` takes one action per agent.
 >>> obs, rew, terminated, truncated, info = env.step(4)
 >>> int(obs["agent_id"]), rew.tolist(), bool(obs["mask"][4])
 (1, [0.0, 0.0], False)
+
+``observation_space`` (a :class:`PettingZooObservationSpace`) describes those keys, and its
+item lookup also answers PettingZoo's own keys, which is what Tianshou's
+``observation_space`` (PettingZoo's per-agent space) offers:
+
+>>> sorted(env.observation_space.spaces), env.observation_space.spaces["observation"].shape
+(['agent_id', 'mask', 'obs'], (3, 3, 2))
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["PettingZooEnv", "PettingZooParallelEnv"]
+__all__ = ["PettingZooEnv", "PettingZooObservationSpace", "PettingZooParallelEnv"]
 
 
 def _spaces(env: Any, agents: list[str]) -> tuple[gym.Space, gym.Space, bool]:
@@ -54,12 +61,62 @@ def _spaces(env: Any, agents: list[str]) -> tuple[gym.Space, gym.Space, bool]:
     return obs_space, act_space, has_mask
 
 
-def _obs_space(raw: gym.Space, act_space: gym.Space, n_agents: int, has_mask: bool) -> gym.Space:
-    inner = raw.spaces["observation"] if has_mask else raw  # type: ignore[attr-defined]
-    spaces: dict[str, gym.Space] = {"agent_id": gym.spaces.Discrete(n_agents), "obs": inner}
-    if isinstance(act_space, gym.spaces.Discrete):
-        spaces["mask"] = gym.spaces.MultiBinary(int(act_space.n))
-    return gym.spaces.Dict(spaces)
+class _AliasedSpaces(dict):  # type: ignore[type-arg]
+    """``PettingZooObservationSpace.spaces``: the emitted keys; a lookup of a key it does
+    not hold falls back to ``aliases`` (PettingZoo's own keys)."""
+
+    aliases: dict[str, gym.Space]
+
+    def __missing__(self, key: str) -> gym.Space:
+        aliases = self.__dict__.get("aliases", {})
+        if key in aliases:
+            return aliases[key]  # type: ignore[no-any-return]
+        raise KeyError(key)
+
+
+class PettingZooObservationSpace(gym.spaces.Dict):
+    """The observation space of :class:`PettingZooEnv` and :class:`PettingZooParallelEnv`.
+
+    A ``Dict`` of the keys the wrapper emits: ``agent_id`` (``Discrete(n_agents)``),
+    ``obs`` (the agent's observation) and, for discrete actions, ``mask``
+    (``MultiBinary(n_actions)``). Iterating, sampling, ``contains`` and the vector envs'
+    shared-memory layout see exactly these keys.
+
+    Looking a key up (``space["observation"]`` or ``space.spaces["observation"]``) also
+    answers PettingZoo's own keys, which is what Tianshou's ``observation_space`` (the
+    PettingZoo per-agent space itself) offers: ``"observation"`` is the agent's observation
+    space (the same space as ``"obs"``) and ``"action_mask"`` PettingZoo's mask space when
+    the game has one. ``pettingzoo_space`` is PettingZoo's own per-agent space unchanged.
+
+    :param pettingzoo_space: PettingZoo's per-agent observation space.
+    :param action_space: the agents' (shared) action space.
+    :param n_agents: the number of agents.
+
+    >>> raw = gym.spaces.Dict({"observation": gym.spaces.Box(0, 1, (2,)),
+    ...                        "action_mask": gym.spaces.Box(0, 1, (3,), np.int8)})
+    >>> space = PettingZooObservationSpace(raw, gym.spaces.Discrete(3), n_agents=2)
+    >>> list(space.spaces), int(space["agent_id"].n), space["observation"] is space["obs"]
+    (['agent_id', 'mask', 'obs'], 2, True)
+    >>> space.spaces["action_mask"].dtype, space.pettingzoo_space is raw
+    (dtype('int8'), True)
+    """
+
+    def __init__(self, pettingzoo_space: gym.Space, action_space: gym.Space, n_agents: int) -> None:
+        has_mask = (
+            isinstance(pettingzoo_space, gym.spaces.Dict)
+            and "action_mask" in pettingzoo_space.spaces
+        )
+        inner = pettingzoo_space["observation"] if has_mask else pettingzoo_space  # type: ignore[index]
+        spaces: dict[str, gym.Space] = {"agent_id": gym.spaces.Discrete(n_agents), "obs": inner}
+        if isinstance(action_space, gym.spaces.Discrete):
+            spaces["mask"] = gym.spaces.MultiBinary(int(action_space.n))
+        super().__init__(spaces)
+        self.pettingzoo_space = pettingzoo_space
+        aliased = _AliasedSpaces(self.spaces)
+        aliased.aliases = {"observation": inner}
+        if has_mask:
+            aliased.aliases["action_mask"] = pettingzoo_space["action_mask"]  # type: ignore[index]
+        self.spaces = aliased
 
 
 class PettingZooEnv(gym.Env):  # type: ignore[type-arg]
@@ -70,11 +127,16 @@ class PettingZooEnv(gym.Env):  # type: ignore[type-arg]
 
     ``agents`` lists the agent names (``env.possible_agents``); ``agent_idx`` maps a name to
     its index. The observation is ``{"agent_id", "obs", "mask"}`` for the agent to act
-    (``mask`` only for discrete actions). ``step(action)`` returns ``(obs, rewards,
-    terminated, truncated, info)`` where ``rewards[i]`` is agent ``i``'s reward for this
-    step and ``terminated``/``truncated`` are the next agent's flags: the game is over when
-    either is set. :meth:`observe` gives any agent's current observation (the final
-    observation of an agent that does not move last).
+    (``mask`` only for discrete actions); ``agent_id`` is the agent's index into ``agents``
+    (Tianshou's wrapper emits the name: ``agents[agent_id]`` is that name), so that it can
+    live in tensors and replay buffers. ``observation_space`` is a
+    :class:`PettingZooObservationSpace`: the emitted keys, with PettingZoo's own keys
+    (``"observation"``, ``"action_mask"``) answered on lookup as by Tianshou's.
+    ``step(action)`` returns ``(obs, rewards, terminated, truncated, info)`` where
+    ``rewards[i]`` is agent ``i``'s reward for this step and ``terminated``/``truncated``
+    are the next agent's flags: the game is over when either is set. :meth:`observe` gives
+    any agent's current observation (the final observation of an agent that does not move
+    last).
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012
@@ -91,8 +153,8 @@ class PettingZooEnv(gym.Env):  # type: ignore[type-arg]
         self.agents: list[str] = list(env.possible_agents)
         self.agent_idx: dict[str, int] = {a: i for i, a in enumerate(self.agents)}
         raw, self.action_space, self._has_mask = _spaces(env, self.agents)
-        self.observation_space = _obs_space(
-            raw, self.action_space, len(self.agents), self._has_mask
+        self.observation_space = PettingZooObservationSpace(
+            raw, self.action_space, len(self.agents)
         )
         self._rewards = np.zeros(len(self.agents), dtype=np.float32)
 
@@ -198,8 +260,8 @@ class PettingZooParallelEnv(gym.Env):  # type: ignore[type-arg]
         self.agents: list[str] = list(env.possible_agents)
         self.agent_idx: dict[str, int] = {a: i for i, a in enumerate(self.agents)}
         raw, self.action_space, self._has_mask = _spaces(env, self.agents)
-        self.observation_space = _obs_space(
-            raw, self.action_space, len(self.agents), self._has_mask
+        self.observation_space = PettingZooObservationSpace(
+            raw, self.action_space, len(self.agents)
         )
         self._obs: np.ndarray | None = None
         self._mask: np.ndarray | None = None

@@ -10,13 +10,20 @@ See ``docs/multiagent.md``; the environments are in :mod:`tdrl.env.pettingzoo`.
 
 from tdrl.algorithm.multiagent.collector import MultiAgentCollector, MultiAgentCollectStats
 from tdrl.algorithm.multiagent.manager import MultiAgentPolicyManager, RandomPolicy
-from tdrl.algorithm.multiagent.marl import MultiAgentBuffer, MultiAgentOffPolicyAlgorithm
+from tdrl.algorithm.multiagent.marl import (
+    MARLRandomDiscreteMaskedOffPolicyAlgorithm,
+    MultiAgentBuffer,
+    MultiAgentOffPolicyAlgorithm,
+    MultiAgentOnPolicyAlgorithm,
+)
 
 __all__ = [
+    "MARLRandomDiscreteMaskedOffPolicyAlgorithm",
     "MultiAgentBuffer",
     "MultiAgentCollectStats",
     "MultiAgentCollector",
     "MultiAgentOffPolicyAlgorithm",
+    "MultiAgentOnPolicyAlgorithm",
     "MultiAgentPolicyManager",
     "RandomPolicy",
 ]
