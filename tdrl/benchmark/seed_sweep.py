@@ -4,7 +4,8 @@ it reaches its stop threshold, and after how many steps.
 A preset is *done* when at least 4 of 5 seeds reach the registry's stop threshold. Every
 run goes in its own process (``--workers`` at a time) and appends one JSON line to
 ``--out`` (default ``sweeps/results.jsonl``): ``algo``, ``task``, ``seed``, ``threshold``,
-``best_reward``, ``reached``, ``env_step``, ``gradient_step`` and ``seconds``. Re-running
+``best_reward``, ``reached``, ``env_step``, ``gradient_step``, ``seconds`` and ``commit``
+(:func:`~tdrl.benchmark.provenance.source_commit`). Re-running
 the same command skips the runs already recorded, so an interrupted sweep resumes where it
 stopped. :func:`seed_table` renders the records as the Markdown table of the README.
 
@@ -34,6 +35,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from tdrl.benchmark.provenance import source_commit
 
 __all__ = [
     "DEFAULT_OUT",
@@ -92,6 +95,7 @@ def run_to_threshold(
         "env_step": int(result.env_step),
         "gradient_step": int(getattr(result, "gradient_step", 0) or 0),
         "seconds": round(seconds, 1),
+        "commit": source_commit(),
     }
 
 

@@ -92,3 +92,12 @@ def test_one_real_run_records_reaching_a_low_threshold(tmp_path: Path) -> None:
     (rec,) = seed_sweep.load_records(out)
     assert rec["reached"] and rec["threshold"] == 15.0 and rec["env_step"] > 0
     assert list(rec) == list(record("dqn", 0))  # the committed file's fields, in its order
+
+
+def test_a_record_names_the_commit_it_was_measured_at() -> None:
+    from tdrl.benchmark.provenance import source_commit
+    from tdrl.benchmark.seed_sweep import run_to_threshold
+
+    rec = run_to_threshold("dqn", "CartPole-v1", 0, threshold=-1.0)  # reached at once
+    assert rec["commit"] == source_commit() and rec["commit"] != ""
+    assert rec["reached"] and rec["gradient_step"] > 0
