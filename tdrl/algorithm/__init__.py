@@ -99,6 +99,10 @@ _EXPORTS = {
     "MultiAgentCollector": "tdrl.algorithm.multiagent",
     "MultiAgentOnPolicyAlgorithm": "tdrl.algorithm.multiagent",
     "MARLRandomDiscreteMaskedOffPolicyAlgorithm": "tdrl.algorithm.multiagent",
+    "RandomActionPolicy": "tdrl.algorithm.random_policy",
+    "RandomActor": "tdrl.algorithm.random_policy",
+    "TrainingStats": "tdrl.algorithm.training_stats",
+    "TrainingStatsWrapper": "tdrl.algorithm.training_stats",
     "compute_episodic_return": "tdrl.algorithm.returns",
     "compute_nstep_return": "tdrl.algorithm.returns",
 }

@@ -25,7 +25,7 @@ from tdrl.data.hooks import (
     StepHook,
     episode_mc_return_to_go,
 )
-from tdrl.data.stats import CollectStats, SequenceSummaryStats
+from tdrl.data.stats import CollectStats, SequenceSummaryStats, distribution_std
 
 __all__ = [
     "AsyncCollector",
@@ -46,6 +46,7 @@ __all__ = [
     "SequenceSummaryStats",
     "StepHook",
     "VectorReplayBuffer",
+    "distribution_std",
     "episode_mc_return_to_go",
     "from_hdf5",
     "to_hdf5",

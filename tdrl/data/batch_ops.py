@@ -132,6 +132,8 @@ def convert_value(value: Any, cls: Any, copy: bool = False) -> Any:
         if value.dtype.kind in NUMERIC_KINDS:
             return torch.from_numpy(np.array(value))
         return ObjectEntry(value, None)
+    if isinstance(value, (NonTensorData, NonTensorStack)):  # before TensorDictBase: a subclass
+        return value
     if isinstance(value, TensorDictBase):
         return cls.from_tensordict(value.clone() if copy else value)
     if isinstance(value, Mapping):
@@ -150,8 +152,6 @@ def convert_value(value: Any, cls: Any, copy: bool = False) -> Any:
             return torch.from_numpy(arr)
         arr = arr if arr.dtype == object else arr.astype(object)
         return ObjectEntry(arr, tuple(arr.shape))
-    if isinstance(value, (NonTensorData, NonTensorStack)):
-        return value
     if isinstance(value, Distribution):  # batched along its batch_shape, sliced on indexing
         return ObjectEntry(value, tuple(value.batch_shape))
     return ObjectEntry(value, None)

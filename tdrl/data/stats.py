@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import torch
+from torch.distributions import Categorical, Distribution
+
+__all__ = ["CollectStats", "SequenceSummaryStats", "distribution_std"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,24 @@ class SequenceSummaryStats:
         )
 
 
+def distribution_std(dist: Distribution) -> torch.Tensor:
+    """The standard deviation of ``dist``: ``dist.stddev``, except for a ``Categorical``,
+    whose std is that of its action index (values ``0..n-1``), shape ``[*batch_shape, 1]``
+    (one std per distribution, of a one-dimensional action; torch defines none for it).
+
+    >>> distribution_std(Categorical(probs=torch.tensor([0.5, 0.5]))).tolist()
+    [0.5]
+    >>> distribution_std(torch.distributions.Normal(torch.zeros(2), 3.0)).tolist()
+    [3.0, 3.0]
+    """
+    if isinstance(dist, Categorical):
+        probs = dist.probs
+        values = torch.arange(probs.shape[-1], device=probs.device, dtype=probs.dtype)
+        mean = (probs * values).sum(-1, keepdim=True)
+        return ((probs * (values - mean) ** 2).sum(-1, keepdim=True)).sqrt()
+    return dist.stddev
+
+
 def _empty() -> np.ndarray:
     return np.zeros(0, dtype=np.float64)
 
@@ -41,6 +64,14 @@ class CollectStats:
 
     ``returns`` and ``lens`` hold one entry per episode that *finished* during the call;
     ``returns_stat`` / ``lens_stat`` summarise them and are ``None`` when none finished.
+    ``pred_dist_std_array`` holds the std of the policy's action distribution, one row per
+    step that had one (``[steps, action_dim]``), and ``pred_dist_std_array_stat`` summarises
+    each action dimension; both are ``None`` when no step had a distribution.
+
+    Besides :meth:`from_episodes` (what tdrl's collectors build), the stats can be filled one
+    step and one episode at a time, as Tianshou's collector does:
+    :meth:`update_at_step_batch`, :meth:`update_at_episode_done`, :meth:`set_collect_time`,
+    then :meth:`refresh_all_sequence_stats` for the summaries.
 
     >>> s = CollectStats.from_episodes(np.array([1.0, 3.0]), np.array([4, 6]), 10, 0.5)
     >>> s.n_collected_episodes, s.returns_stat.mean, s.collect_speed
@@ -55,6 +86,8 @@ class CollectStats:
     returns_stat: SequenceSummaryStats | None = None
     lens: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     lens_stat: SequenceSummaryStats | None = None
+    pred_dist_std_array: np.ndarray | None = None
+    pred_dist_std_array_stat: dict[int, SequenceSummaryStats] | None = None
 
     @classmethod
     def from_episodes(
@@ -73,3 +106,81 @@ class CollectStats:
             lens=lens,
             lens_stat=SequenceSummaryStats.from_sequence(lens) if len(lens) else None,
         )
+
+    # -- filled step by step (Tianshou's incremental form) -------------------------------
+    def update_at_step_batch(self, step_batch: Any, refresh_sequence_stats: bool = False) -> None:
+        """Count the steps of one vector step (``len(step_batch)``, one per env; the number
+        of observations when its entries share no batch dimension) and, when
+        it has a ``dist`` (the policy's action distribution), append its std per step
+        (:func:`distribution_std`) to :attr:`pred_dist_std_array`.
+
+        >>> from tdrl.data.batch import Batch
+        >>> s = CollectStats()
+        >>> dist = torch.distributions.Normal(torch.zeros(2, 3), torch.ones(2, 3))
+        >>> s.update_at_step_batch(Batch(obs=np.zeros((2, 4)), dist=dist))
+        >>> s.update_at_step_batch(Batch(obs=np.zeros((2, 4)), dist=dist), True)
+        >>> s.n_collected_steps, s.pred_dist_std_array.shape, s.pred_dist_std_array_stat[2].mean
+        (4, (4, 3), 1.0)
+        """
+        try:
+            n = len(step_batch)
+        except TypeError:  # no common batch dim (an unbatched distribution): count the obs
+            n = len(step_batch.obs)
+        self.n_collected_steps += n
+        dist = getattr(step_batch, "dist", None)
+        if isinstance(dist, Distribution):
+            std = distribution_std(dist).detach().cpu().numpy().astype(np.float64)
+            per_step = std.ndim >= 1 and std.shape[0] == n and (std.ndim > 1 or n > 1)
+            rows = std.reshape(n, -1) if per_step else std.reshape(1, -1)
+            if self.pred_dist_std_array is None:
+                self.pred_dist_std_array = rows
+            else:
+                self.pred_dist_std_array = np.concatenate((self.pred_dist_std_array, rows))
+        if refresh_sequence_stats:
+            self.refresh_std_array_stats()
+
+    def update_at_episode_done(
+        self, episode_batch: Any, episode_return: float, refresh_sequence_stats: bool = False
+    ) -> None:
+        """Record one finished episode: its length (``len(episode_batch)``) and return."""
+        self.n_collected_episodes += 1
+        self.lens = np.append(self.lens, np.int64(len(episode_batch)))
+        self.returns = np.append(self.returns, np.float64(episode_return))
+        if refresh_sequence_stats:
+            self.refresh_return_stats()
+            self.refresh_len_stats()
+
+    def set_collect_time(self, collect_time: float, update_collect_speed: bool = True) -> None:
+        """Set :attr:`collect_time` (seconds, not negative) and, by default, the speed
+        (steps per second; 0 for a time of 0)."""
+        if collect_time < 0:
+            raise ValueError(f"collect_time: expected a time >= 0, got {collect_time}")
+        self.collect_time = float(collect_time)
+        if update_collect_speed:
+            self.collect_speed = self.n_collected_steps / collect_time if collect_time else 0.0
+
+    def refresh_return_stats(self) -> None:
+        """Recompute :attr:`returns_stat` from :attr:`returns` (``None`` if empty)."""
+        self.returns_stat = (
+            SequenceSummaryStats.from_sequence(self.returns) if self.returns.size else None
+        )
+
+    def refresh_len_stats(self) -> None:
+        """Recompute :attr:`lens_stat` from :attr:`lens` (``None`` if empty)."""
+        self.lens_stat = SequenceSummaryStats.from_sequence(self.lens) if self.lens.size else None
+
+    def refresh_std_array_stats(self) -> None:
+        """Recompute :attr:`pred_dist_std_array_stat`: one summary per action dimension."""
+        arr = self.pred_dist_std_array
+        if arr is None or arr.size == 0:
+            self.pred_dist_std_array_stat = None
+            return
+        self.pred_dist_std_array_stat = {
+            dim: SequenceSummaryStats.from_sequence(arr[:, dim]) for dim in range(arr.shape[1])
+        }
+
+    def refresh_all_sequence_stats(self) -> None:
+        """Recompute every summary (returns, lengths, distribution stds)."""
+        self.refresh_return_stats()
+        self.refresh_len_stats()
+        self.refresh_std_array_stats()

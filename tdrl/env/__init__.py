@@ -18,6 +18,8 @@ Which one:
   milliseconds; ``"spawn"`` re-imports in every worker and needs a ``__main__`` guard.
 * :class:`SubprocVectorEnv`: the same over pipes only (``share_memory=True`` makes it a
   ``ShmemVectorEnv``).
+* :class:`VectorEnvWrapper`: wraps a vector env and forwards every call to it (subclass it
+  to change what comes back); :class:`NormObsVectorEnv` normalizes observations that way.
 * :func:`make_vector_env`: factories, a gymnasium env id, env or ``VectorEnv``
   (:class:`GymVectorEnvAdapter`), a TorchRL ``EnvBase`` (:class:`TorchRLVectorEnv`, imported
   lazily) or an EnvPool env (:class:`EnvPoolVectorEnv`) to the contract.
@@ -42,6 +44,7 @@ from tdrl.env.factory import make_vector_env
 from tdrl.env.gym_vector import GymVectorEnvAdapter
 from tdrl.env.nchain import NChainEnv  # importing it registers tdrl/NChain-v0 with gymnasium
 from tdrl.env.subproc import ShmemVectorEnv, SubprocVectorEnv
+from tdrl.env.venv_wrapper import VectorEnvWrapper
 
 
 def __getattr__(name: str) -> object:
@@ -51,10 +54,10 @@ def __getattr__(name: str) -> object:
         from tdrl.env.torchrl_env import TorchRLVectorEnv
 
         return TorchRLVectorEnv
-    if name == "NormObsDummyVectorEnv":  # imports torch (the running statistics)
-        from tdrl.env.normobs import NormObsDummyVectorEnv
+    if name in ("NormObsDummyVectorEnv", "NormObsVectorEnv"):  # imports torch (statistics)
+        from tdrl.env import normobs
 
-        return NormObsDummyVectorEnv
+        return getattr(normobs, name)
     if name == "RayVectorEnv":
         from tdrl.env.ray_env import RayVectorEnv
 
@@ -73,11 +76,13 @@ __all__ = [
     "GymVectorEnvAdapter",
     "NChainEnv",
     "NormObsDummyVectorEnv",
+    "NormObsVectorEnv",
     "PettingZooEnv",
     "PettingZooParallelEnv",
     "RayVectorEnv",
     "ShmemVectorEnv",
     "SubprocVectorEnv",
     "TorchRLVectorEnv",
+    "VectorEnvWrapper",
     "make_vector_env",
 ]

@@ -12,6 +12,9 @@ the true final observation and the caller resets finished envs with ``reset(env_
 
 In async mode (``wait_num < env_num`` or a ``timeout``) ``step`` returns only the envs that are
 ready (their ids are in ``info[i]["env_id"]``); ``step(None)`` fetches pending results.
+
+Tianshou's spellings are accepted too: ``step(action, id=...)`` for ``env_id``, and
+``venv.workers[i]`` (an :class:`EnvWorker`, one per env).
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import create_empty_array
 
-__all__ = ["BaseVectorEnv", "EnvIds", "stack_obs", "to_numpy_action"]
+__all__ = [
+    "BaseVectorEnv",
+    "EnvIds",
+    "EnvWorker",
+    "env_spaces",
+    "resolve_env_id",
+    "stack_obs",
+    "to_numpy_action",
+]
 
 EnvIds = int | Sequence[int] | np.ndarray | None
 StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -67,6 +78,33 @@ def to_numpy_action(action: Any) -> np.ndarray:
     return np.asarray(action)
 
 
+def env_spaces(env: Any) -> tuple[gym.Space | None, gym.Space | None]:
+    """``(observation_space, action_space)`` of ``env``; ``None`` for one it does not define.
+
+    A vector env can hold envs that define no spaces (their observations are then stacked
+    as they come, and random actions cannot be sampled for them).
+
+    >>> class Bare:
+    ...     action_space = gym.spaces.Discrete(2)
+    >>> env_spaces(Bare())
+    (None, Discrete(2))
+    """
+    return getattr(env, "observation_space", None), getattr(env, "action_space", None)
+
+
+def resolve_env_id(env_id: EnvIds, id: EnvIds) -> EnvIds:
+    """The env ids of a call that accepts ``env_id`` and Tianshou's spelling ``id``.
+
+    >>> resolve_env_id(None, [1, 2])
+    [1, 2]
+    """
+    if id is None:
+        return env_id
+    if env_id is not None:
+        raise TypeError("pass the env ids once: env_id= or its alias id=, not both")
+    return id
+
+
 def _info_array(infos: Sequence[dict], ids: np.ndarray) -> np.ndarray:
     for info, i in zip(infos, ids.tolist()):
         info["env_id"] = i
@@ -75,11 +113,40 @@ def _info_array(infos: Sequence[dict], ids: np.ndarray) -> np.ndarray:
     return out
 
 
+class EnvWorker:
+    """One env of a vector env, as an object (Tianshou's ``EnvWorker``): ``venv.workers[i]``.
+
+    It reads and sets attributes of that env through the vector env; subclasses for a
+    particular vector env add what it has (``DummyVectorEnv``'s workers expose the env
+    itself as ``.env``, the subprocess envs' workers their ``process``).
+
+    :param venv: the vector env.
+    :param env_id: the env's id in ``venv``.
+    """
+
+    def __init__(self, venv: BaseVectorEnv, env_id: int) -> None:
+        self.venv = venv
+        self.env_id = env_id
+
+    def get_env_attr(self, key: str) -> Any:
+        """``venv.get_env_attr(key, env_id)`` for this env alone."""
+        return self.venv.get_env_attr(key, self.env_id)[0]
+
+    def set_env_attr(self, key: str, value: Any) -> None:
+        """``venv.set_env_attr(key, value, env_id)`` for this env alone."""
+        self.venv.set_env_attr(key, value, self.env_id)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env_id={self.env_id})"
+
+
 class BaseVectorEnv(ABC):
     """Common bookkeeping of tdrl vector envs: env ids, async ready/waiting sets, seeding.
 
     Subclasses implement :meth:`_reset_envs`, :meth:`_send_actions`, :meth:`_collect`,
-    :meth:`_seed_envs`, :meth:`_get_attr`, :meth:`_set_attr` and :meth:`_close`.
+    :meth:`_seed_envs`, :meth:`_get_attr`, :meth:`_set_attr` and :meth:`_close`. A subclass
+    that overrides the public ``reset``/``step`` (as Tianshou's finite-env example does) can
+    read the selected ids with :meth:`_wrap_id`.
 
     :param env_num: number of environments.
     :param wait_num: in async mode, the number of envs ``step`` waits for (``None``: all).
@@ -119,6 +186,11 @@ class BaseVectorEnv(ABC):
         """Ids of the envs with a pending ``step`` (async mode)."""
         return np.flatnonzero(self._waiting).tolist()
 
+    @property
+    def workers(self) -> list[EnvWorker]:
+        """One :class:`EnvWorker` per env (Tianshou's ``venv.workers``)."""
+        return [EnvWorker(self, i) for i in range(self.env_num)]
+
     def _check_open(self) -> None:
         if self.is_closed:
             raise RuntimeError(f"{type(self).__name__} is closed; create a new one")
@@ -130,6 +202,18 @@ class BaseVectorEnv(ABC):
         if ids.size and (ids.min() < 0 or ids.max() >= self.env_num):
             raise IndexError(f"env_id must be in [0, {self.env_num}), got {ids.tolist()}")
         return ids
+
+    def _wrap_id(self, env_id: EnvIds = None) -> list[int]:
+        """The selected env ids as a list (all of them for ``None``), checked against
+        ``env_num``: the helper Tianshou's vector env subclasses call by this name.
+
+        >>> from tdrl.env import DummyVectorEnv
+        >>> from tdrl.env.testing import MoveToRightEnv
+        >>> venv = DummyVectorEnv([lambda: MoveToRightEnv(size=2)] * 3)
+        >>> venv._wrap_id(None), venv._wrap_id(1), venv._wrap_id(np.array([2, 0]))
+        ([0, 1, 2], [1], [2, 0])
+        """
+        return [int(i) for i in self._ids(env_id)]
 
     def _check_ready(self, ids: np.ndarray) -> None:
         busy = ids[self._waiting[ids]]
@@ -171,15 +255,16 @@ class BaseVectorEnv(ABC):
         obs, infos = self._reset_envs(ids, self._seed_list(seed, ids), options)
         return obs, _info_array(infos, ids)
 
-    def step(self, action: Any, env_id: EnvIds = None) -> StepResult:
+    def step(self, action: Any, env_id: EnvIds = None, *, id: EnvIds = None) -> StepResult:
         """Step the selected envs with ``action`` (leading dim = number of selected envs).
 
         Outside async mode the results are for ``env_id`` in order. In async mode the results
         are for the envs that became ready (their ids in ``info[i]["env_id"]``), and
-        ``action=None`` only fetches pending results.
+        ``action=None`` only fetches pending results. ``id`` is Tianshou's name for
+        ``env_id`` (give one of them).
         """
         self._check_open()
-        ids = self._ids(env_id)
+        ids = self._ids(resolve_env_id(env_id, id))
         if not self.is_async:
             if action is None:
                 raise ValueError("step(None) fetches pending results and needs async mode")

@@ -8,9 +8,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from tdrl.env.base import BaseVectorEnv, stack_obs
+from tdrl.env.base import BaseVectorEnv, EnvWorker, env_spaces, stack_obs
 
-__all__ = ["DummyVectorEnv", "get_attr", "seed_env"]
+__all__ = ["DummyEnvWorker", "DummyVectorEnv", "get_attr", "seed_env"]
 
 
 def get_attr(env: gym.Env, key: str) -> Any:
@@ -21,14 +21,28 @@ def get_attr(env: gym.Env, key: str) -> Any:
 
 
 def seed_env(env: gym.Env, seed: int | None) -> list[int | None]:
-    """Seed ``env``'s action space and reset ``env`` with ``seed``; return ``[seed]``."""
-    env.action_space.seed(seed)
+    """Seed ``env``'s action space (if it has one) and reset ``env`` with ``seed``; return
+    ``[seed]``."""
+    space = env_spaces(env)[1]
+    if space is not None:
+        space.seed(seed)
     env.reset(seed=seed)
     return [seed]
 
 
 def _constant(env: gym.Env) -> Callable[[], gym.Env]:
     return lambda: env
+
+
+class DummyEnvWorker(EnvWorker):
+    """One env of a :class:`DummyVectorEnv`; :attr:`env` is the env object itself."""
+
+    venv: DummyVectorEnv
+
+    @property
+    def env(self) -> gym.Env:
+        """The env (it lives in this process)."""
+        return self.venv.envs[self.env_id]
 
 
 class DummyVectorEnv(BaseVectorEnv):
@@ -40,6 +54,9 @@ class DummyVectorEnv(BaseVectorEnv):
     :param env_fns: one factory per env; ``env_fns[i]()`` builds env ``i``.
     :param wait_num: async mode (kept for API compatibility: every env is always ready at once).
     :param timeout: async mode, as ``wait_num``.
+
+    Envs that define no ``observation_space`` / ``action_space`` are accepted: their entry
+    in :attr:`observation_space` / :attr:`action_space` is ``None``.
 
     >>> from tdrl.env.testing import MoveToRightEnv
     >>> venv = DummyVectorEnv([lambda i=i: MoveToRightEnv(size=2 + i) for i in range(3)])
@@ -63,8 +80,9 @@ class DummyVectorEnv(BaseVectorEnv):
     ) -> None:
         super().__init__(len(env_fns), wait_num, timeout)
         self.envs: list[gym.Env] = [fn() for fn in env_fns]
-        self.action_space = [env.action_space for env in self.envs]
-        self.observation_space = [env.observation_space for env in self.envs]
+        spaces = [env_spaces(env) for env in self.envs]
+        self.observation_space = [obs_space for obs_space, _ in spaces]  # type: ignore[misc]
+        self.action_space = [act_space for _, act_space in spaces]  # type: ignore[misc]
         self._results: dict[int, tuple] = {}
         self._last: list[tuple] = []
 
@@ -81,8 +99,9 @@ class DummyVectorEnv(BaseVectorEnv):
         obs_list, infos = [], []
         envs = self.envs
         for i, s in zip(ids.tolist(), seeds):
-            if s is not None:
-                envs[i].action_space.seed(s)
+            space = env_spaces(envs[i])[1] if s is not None else None
+            if space is not None:
+                space.seed(s)
             obs, info = envs[i].reset(seed=s, options=options)
             obs_list.append(obs)
             infos.append(info)
@@ -115,6 +134,11 @@ class DummyVectorEnv(BaseVectorEnv):
 
     def _seed_envs(self, seeds: list) -> list[Any]:
         return [seed_env(env, s) for env, s in zip(self.envs, seeds)]
+
+    @property
+    def workers(self) -> list[DummyEnvWorker]:  # type: ignore[override]
+        """One :class:`DummyEnvWorker` per env (``workers[i].env`` is env ``i``)."""
+        return [DummyEnvWorker(self, i) for i in range(self.env_num)]
 
     def _get_attr(self, key: str, i: int) -> Any:
         return get_attr(self.envs[i], key)

@@ -28,10 +28,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from tdrl.env.base import BaseVectorEnv, stack_obs
+from tdrl.env.base import BaseVectorEnv, EnvWorker, stack_obs
 from tdrl.env.worker import EnvFactory, RemoteError, ShmLayout, space_leaves, worker_main
 
-__all__ = ["ShmemVectorEnv", "SubprocVectorEnv", "default_context"]
+__all__ = ["ShmemVectorEnv", "SubprocEnvWorker", "SubprocVectorEnv", "default_context"]
 
 _STEP = pickle.dumps(("s", None), protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -65,6 +65,17 @@ def _shutdown(procs: list, conns: list[Connection], layout: list) -> None:
     layout.clear()
 
 
+class SubprocEnvWorker(EnvWorker):
+    """One env of a :class:`SubprocVectorEnv`; :attr:`process` is its worker process."""
+
+    venv: SubprocVectorEnv
+
+    @property
+    def process(self) -> Any:
+        """The ``multiprocessing.Process`` the env runs in."""
+        return self.venv._procs[self.env_id]
+
+
 class SubprocVectorEnv(BaseVectorEnv):
     """Vector env with one worker process per env.
 
@@ -84,6 +95,10 @@ class SubprocVectorEnv(BaseVectorEnv):
         a reset continues the new episode), and a ``reset`` with a seed or options resets once
         more. ``False`` resets only when asked. An eager reset that raises is not retried:
         the env's next ``reset()`` (or step) raises it, naming the env id.
+
+    Envs that define no ``observation_space`` / ``action_space`` are accepted: their entry
+    in :attr:`observation_space` / :attr:`action_space` is ``None`` and their observations
+    travel over the pipe. ``workers[i].process`` is env ``i``'s worker process.
     """
 
     def __init__(
@@ -272,8 +287,9 @@ class SubprocVectorEnv(BaseVectorEnv):
                 continue
             self._send(i, ("r", (s, options)))
             remote.append(j)
-            if s is not None:  # the main process's copy, used by callers to sample actions
-                self.action_space[i].seed(s)
+            space = self.action_space[i]
+            if s is not None and space is not None:  # the main process's copy (for sampling)
+                space.seed(s)
         replies = self._recv_all([id_list[j] for j in remote])
         if self._obs_leaves is not None:
             for j, info in zip(remote, replies):
@@ -351,7 +367,8 @@ class SubprocVectorEnv(BaseVectorEnv):
         self._pre.clear()
         for i, (space, s) in enumerate(zip(self.action_space, seeds)):
             self._send(i, ("seed", s))
-            space.seed(s)
+            if space is not None:
+                space.seed(s)
         return self._recv_all(range(self.env_num))
 
     def _get_attr(self, key: str, i: int) -> Any:
@@ -369,6 +386,11 @@ class SubprocVectorEnv(BaseVectorEnv):
         for i in range(self.env_num):
             self._send(i, ("render", kwargs))
         return self._recv_all(range(self.env_num))
+
+    @property
+    def workers(self) -> list[SubprocEnvWorker]:  # type: ignore[override]
+        """One :class:`SubprocEnvWorker` per env (``workers[i].process`` runs env ``i``)."""
+        return [SubprocEnvWorker(self, i) for i in range(self.env_num)]
 
     @property
     def pids(self) -> list[int | None]:

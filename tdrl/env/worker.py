@@ -139,10 +139,17 @@ def _reset_early(env: gym.Env, write_robs: Any, env_id: int) -> tuple[Any, Any] 
         return RemoteError(env_id, exc)
 
 
+def _seed_action_space(env: gym.Env, seed: int | None) -> None:
+    """Seed ``env``'s action space, if it defines one."""
+    space = getattr(env, "action_space", None)
+    if space is not None:
+        space.seed(seed)
+
+
 def _serve_other(env: gym.Env, cmd: str, data: Any, conn: Connection) -> bool:
     """Serve a command other than step, reset and attach; ``True`` after ``close``."""
     if cmd == "seed":
-        env.action_space.seed(data)
+        _seed_action_space(env, data)
         env.reset(seed=data)
         conn.send([data])
     elif cmd == "getattr":
@@ -177,7 +184,8 @@ def worker_main(
         other.close()
     try:
         env = factory.fn()
-        conn.send((env.observation_space, env.action_space))
+        # an env may define no spaces (None): its observations then travel over the pipe
+        conn.send((getattr(env, "observation_space", None), getattr(env, "action_space", None)))
     except Exception as exc:
         conn.send(RemoteError(env_id, exc))
         return
@@ -211,7 +219,7 @@ def worker_main(
                 elif cmd == "r":
                     seed, options = data
                     if seed is not None:
-                        env.action_space.seed(seed)
+                        _seed_action_space(env, seed)
                     obs, info = env.reset(seed=seed, options=options)
                     if write_obs is None:
                         conn.send((obs, info))

@@ -159,6 +159,9 @@ class VectorEnvNormObs:
     """Mixin for a tdrl vector env class: observations come out normalized by a running
     mean/std, Tianshou's ``VectorEnvNormObs`` (its on-policy MuJoCo examples).
 
+    To wrap a vector env that already exists, Tianshou's ``VectorEnvNormObs(venv)``, use
+    :class:`tdrl.env.NormObsVectorEnv` (this mixin in front of a vector env wrapper).
+
     Mix it in front of any vector env class (``class C(VectorEnvNormObs, DummyVectorEnv)``);
     the env is still an instance of that class (collector checkpoints snapshot in-process
     envs as usual). ``reset`` and ``step`` first fold the raw observations they return into
@@ -237,7 +240,9 @@ class VectorEnvNormObs:
         obs, info = super().reset(env_id, seed=seed, options=options)  # type: ignore[misc]
         return self._norm_obs(obs), info
 
-    def step(self, action: Any, env_id: Any = None) -> Any:
-        """The wrapped ``step``, observations normalized (statistics updated first)."""
-        obs, *rest = super().step(action, env_id)  # type: ignore[misc]
+    def step(self, action: Any, env_id: Any = None, *, id: Any = None) -> Any:
+        """The wrapped ``step``, observations normalized (statistics updated first); ``id``
+        is Tianshou's name for ``env_id``."""
+        alias = {} if id is None else {"id": id}
+        obs, *rest = super().step(action, env_id, **alias)  # type: ignore[misc]
         return (self._norm_obs(obs), *rest)

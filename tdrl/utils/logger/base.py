@@ -72,6 +72,41 @@ def _children(value: Any) -> Iterable[tuple[Any, Any]] | None:
     return None
 
 
+def _array(value: Any) -> np.ndarray | None:
+    """``value`` as a numeric numpy array if it is an array or tensor, else ``None``."""
+    if isinstance(value, np.ndarray):
+        return value if value.dtype.kind in "biuf" else None
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor) and not value.is_complex():
+        return value.detach().cpu().numpy()  # type: ignore[no-any-return]
+    return None
+
+
+def _flatten(data: Any, prefix: str, delimiter: str, keep_arrays: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def visit(value: Any, key: str) -> None:
+        children = _children(value)
+        if children is not None:
+            for k, v in children:
+                name = delimiter.join(k) if isinstance(k, tuple) else str(k)
+                visit(v, f"{key}{delimiter}{name}" if key else name)
+            return
+        if not key:
+            return
+        if keep_arrays:
+            array = _array(value)
+            if array is not None and array.size != 1:
+                out[key] = array
+                return
+        number = _scalar(value)
+        if number is not None:
+            out[key] = number
+
+    visit(data, prefix)
+    return out
+
+
 def flatten_scalars(data: Any, prefix: str = "", delimiter: str = "/") -> dict[str, float]:
     """Flatten nested dicts / dataclasses / TensorDicts to ``{"a/b": float}``.
 
@@ -81,21 +116,7 @@ def flatten_scalars(data: Any, prefix: str = "", delimiter: str = "/") -> dict[s
     ...                  "n": 3, "name": "x"}, prefix="test")
     {'test/returns_stat/mean': 1.5, 'test/n': 3.0}
     """
-    out: dict[str, float] = {}
-
-    def visit(value: Any, key: str) -> None:
-        children = _children(value)
-        if children is not None:
-            for k, v in children:
-                name = delimiter.join(k) if isinstance(k, tuple) else str(k)
-                visit(v, f"{key}{delimiter}{name}" if key else name)
-            return
-        number = _scalar(value)
-        if number is not None and key:
-            out[key] = number
-
-    visit(data, prefix)
-    return out
+    return _flatten(data, prefix, delimiter, keep_arrays=False)
 
 
 class BaseLogger(ABC):
@@ -140,6 +161,35 @@ class BaseLogger(ABC):
     def prepare(self, data: Any, scope: str) -> dict[str, float]:
         """Flatten ``data`` to scalar ``"scope/..."`` keys."""
         return flatten_scalars(data, prefix=scope)
+
+    def prepare_dict_for_logging(
+        self,
+        input_dict: Any,
+        parent_key: str = "",
+        delimiter: str = "/",
+        exclude_arrays: bool = True,
+    ) -> dict[str, float | np.ndarray]:
+        """Flatten a nested dict (or dataclass, TensorDict) to ``{"a/b/c": value}`` keys, keeping
+        only what can be logged: Tianshou's ``prepare_dict_for_logging``.
+
+        Numbers (Python, numpy, one-element arrays and tensors) become floats; numeric
+        arrays and tensors with another number of elements are dropped, or, with
+        ``exclude_arrays=False``, kept as numpy arrays; anything else (strings, tuples,
+        ``None``) is dropped. What the ``log_*`` methods write is this with
+        ``exclude_arrays=True`` and the scope as ``parent_key``.
+
+        :param input_dict: the nested data.
+        :param parent_key: a prefix for every key (joined with ``delimiter``).
+        :param delimiter: what joins the levels of a key.
+        :param exclude_arrays: drop arrays (the default) instead of keeping them.
+
+        >>> LazyLogger().prepare_dict_for_logging(
+        ...     {"a": 1, "b": {"c": np.float32(0.5), "d": "text"}}, delimiter=".")
+        {'a': 1.0, 'b.c': 0.5}
+        >>> LazyLogger().prepare_dict_for_logging({"v": np.arange(3)}, exclude_arrays=False)
+        {'v': array([0, 1, 2])}
+        """
+        return _flatten(input_dict, parent_key, delimiter, keep_arrays=not exclude_arrays)
 
     def _log(self, scope: str, data: Any, step: int, interval: int, attr: str) -> None:
         if step - getattr(self, attr) >= interval:

@@ -37,5 +37,6 @@ __getattr__ = forwarder(
         "TD3": "tdrl.algorithm:TD3",
         "TD3BC": "tdrl.algorithm:TD3BC",
         "TRPO": "tdrl.algorithm:TRPO",
+        "TrainingStats": "tdrl.algorithm:TrainingStats",
     },
 )

@@ -11,5 +11,8 @@ __getattr__ = forwarder(
         "OnPolicyAlgorithm": "tdrl.algorithm:OnPolicyAlgorithm",
         "OffPolicyAlgorithm": "tdrl.algorithm:OffPolicyAlgorithm",
         "OfflineAlgorithm": "tdrl.algorithm:OfflineAlgorithm",
+        "RandomActionPolicy": "tdrl.algorithm:RandomActionPolicy",
+        "TrainingStats": "tdrl.algorithm:TrainingStats",
+        "TrainingStatsWrapper": "tdrl.algorithm:TrainingStatsWrapper",
     },
 )

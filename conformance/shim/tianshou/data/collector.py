@@ -11,5 +11,6 @@ __getattr__ = forwarder(
         "StepHook": "tdrl.data:StepHook",
         "EpisodeRolloutHook": "tdrl.data:EpisodeRolloutHook",
         "EpisodeRolloutHookMCReturn": "tdrl.data:EpisodeRolloutHookMCReturn",
+        "get_stddev_from_dist": "tdrl.data:distribution_std",
     },
 )

@@ -10,6 +10,8 @@ __getattr__ = forwarder(
         "SubprocVectorEnv": "tdrl.env:SubprocVectorEnv",
         "ShmemVectorEnv": "tdrl.env:ShmemVectorEnv",
         "RayVectorEnv": "tdrl.env:RayVectorEnv",
+        "VectorEnvWrapper": "tdrl.env:VectorEnvWrapper",
+        "VectorEnvNormObs": "tdrl.env:NormObsVectorEnv",
         "ContinuousToDiscrete": "tdrl.env.discretize:DiscretizeAction",
         "MultiDiscreteToDiscrete": "tdrl.env.discretize:MultiDiscreteToDiscrete",
         "TruncatedAsTerminated": "tdrl.env.discretize:TruncatedAsTerminated",

@@ -9,5 +9,6 @@ __getattr__ = forwarder(
         "DummyVectorEnv": "tdrl.env:DummyVectorEnv",
         "SubprocVectorEnv": "tdrl.env:SubprocVectorEnv",
         "ShmemVectorEnv": "tdrl.env:ShmemVectorEnv",
+        "RayVectorEnv": "tdrl.env:RayVectorEnv",
     },
 )

@@ -6,6 +6,7 @@ __getattr__ = forwarder(
     "tianshou.utils.torch_utils",
     {
         "policy_within_training_step": "tdrl.algorithm:within_training_step",
-        "torch_train_mode": "tdrl.algorithm.policy:torch_train_mode",
+        "torch_train_mode": "tdrl.utils.torch_utils:torch_train_mode",
+        "create_uniform_action_dist": "tdrl.utils.torch_utils:create_uniform_action_dist",
     },
 )

@@ -14,6 +14,7 @@ __getattr__ = forwarder(
         "MLP": "tdrl.utils.tianshou_net.common:MLP",
         "ModuleWithVectorOutput": "tdrl.utils.tianshou_net.common:ModuleWithVectorOutput",
         "Net": "tdrl.utils.tianshou_net.common:Net",
+        "RandomActor": "tdrl.algorithm:RandomActor",
         "Recurrent": "tdrl.utils.tianshou_net.common:Recurrent",
     },
 )
