@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -60,14 +59,10 @@ def _in_script(excinfo: Any, path: str) -> bool:
 
 
 def _commit() -> str:
-    """The tdrl commit being measured (``git rev-parse HEAD``; ``unknown`` outside git)."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return out.stdout.strip()
+    """The tdrl commit being measured (``+dirty`` when ``tdrl/`` has uncommitted changes)."""
+    from tdrl.benchmark.provenance import source_commit
+
+    return source_commit()
 
 
 class Scripts:

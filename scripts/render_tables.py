@@ -9,7 +9,10 @@ A generated table sits between two markers, and only there::
 ``NAME`` picks its renderer from :data:`RENDERERS`, each reading a committed results file:
 
 * ``algorithms``: the seed sweep, ``sweeps/results.jsonl`` (``tdrl bench --to-threshold``);
-* ``mujoco-1m``: the long-run lane, ``benchmarks/results/mujoco-1m/`` (``tdrl report``).
+* ``mujoco-1m``: the long-run lane, ``benchmarks/results/mujoco-1m/`` (``tdrl report``);
+* ``conformance``: Tianshou's own tests, ``conformance/expected*.toml`` (what CI enforces);
+* ``tianshou-scripts``: Tianshou's algorithm scripts at their default budget,
+  ``conformance/results/default-budget.json`` (``conformance/run.py --default-budget``).
 
     python scripts/render_tables.py           # rewrite the tables in place
     python scripts/render_tables.py --check   # exit 1 naming each stale table
@@ -119,9 +122,26 @@ def render_mujoco_1m() -> str:
     return "\n".join(table) + "\n"
 
 
+def _conformance(name: str) -> Callable[[], str]:
+    """A renderer of ``conformance/report.py`` (which reads the conformance listings)."""
+
+    def render() -> str:
+        sys.path.insert(0, str(ROOT / "conformance"))
+        try:
+            import report  # conformance/report.py
+
+            return str(getattr(report, name)())
+        finally:
+            sys.path.remove(str(ROOT / "conformance"))
+
+    return render
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
     "algorithms": render_algorithms,
     "mujoco-1m": render_mujoco_1m,
+    "conformance": _conformance("render_counts"),
+    "tianshou-scripts": _conformance("render_default_budget"),
 }
 
 
