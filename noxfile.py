@@ -49,9 +49,18 @@ def slow(session: nox.Session) -> None:
 
 @nox.session
 def slower(session: nox.Session) -> None:
-    """Long convergence tests outside CI (MuJoCo presets, up to an hour each)."""
-    _install(session)
+    """Long convergence tests outside CI (MuJoCo presets, up to an hour each), then
+    Tianshou 2.0.1's algorithm scripts at their own default arguments (about 30 minutes),
+    each judged by its own threshold assert, into ``conformance/results/default-budget.json``
+    (resumable; the README's table is rendered from it)."""
+    _install(session, "dev,hdf5,logging,multiagent")
+    session.install("networkx", "deepdiff", "tensorboard", "tomli; python_version<'3.11'")
     session.run("pytest", "-q", "-m", "slower", "tests", *session.posargs, env=QUIET)
+    session.run(
+        "python", "conformance/run.py", "--scripts", "--default-budget", "--resume",
+        "--conformance-dump", "conformance/results/default-budget.json", "--timeout=5400",
+        env=QUIET,
+    )  # fmt: skip
 
 
 @nox.session
