@@ -186,6 +186,8 @@ class Scripts:
         self._write()
         if self.problems:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and self.results:
+            session.exitstatus = pytest.ExitCode.OK  # --resume: everything was done before
 
 
 def pytest_configure(config: pytest.Config) -> None:
