@@ -8,7 +8,7 @@ passes tdrl's own extras (``checkpoint_path``, ``max_env_steps``, ``cpu_threads`
 
 >>> from dataclasses import fields
 >>> [f.name for f in fields(OffPolicyTrainerParams)][-3:]
-['trainer_kwargs', 'batch_size', 'update_step_num_gradient_steps_per_sample']
+['test_in_training', 'batch_size', 'update_step_num_gradient_steps_per_sample']
 """
 
 from __future__ import annotations

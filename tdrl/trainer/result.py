@@ -69,7 +69,7 @@ class TrainResult:
         """Print the fields as a dict (Tianshou's ``InfoStats.pprint_asdict``).
 
         >>> TrainResult(env_step=3).pprint_asdict()  # doctest: +ELLIPSIS
-        {'best_reward': -inf,
+        {'best_epoch': 0,
         ...
         """
         pprint.pprint(asdict(self))
