@@ -175,7 +175,10 @@ def envpool(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Speed benchmarks: tdrl and Tianshou side by side in one process, ratios printed."""
+    """Speed benchmarks: tdrl and Tianshou side by side in one process, ratios printed;
+    ``bench_peers`` adds SB3, SBX and TorchRL (one process per run)."""
     _install(session)
     session.install(TIANSHOU)
+    # the peers of bench_peers; torch pinned so that no peer pulls another build
+    session.install(TORCH, "stable-baselines3>=2.0,<3", "sbx-rl")
     session.run("python", "-m", "benchmarks", *session.posargs, env=QUIET)

@@ -12,7 +12,9 @@ A generated table sits between two markers, and only there::
 * ``mujoco-1m``: the long-run lane, ``benchmarks/results/mujoco-1m/`` (``tdrl report``);
 * ``conformance``: Tianshou's own tests, ``conformance/expected*.toml`` (what CI enforces);
 * ``tianshou-scripts``: Tianshou's algorithm scripts at their default budget,
-  ``conformance/results/default-budget.json`` (``conformance/run.py --default-budget``).
+  ``conformance/results/default-budget.json`` (``conformance/run.py --default-budget``);
+* ``peers``: tdrl beside Tianshou, SB3, SBX and TorchRL,
+  ``benchmarks/results/peers/results.jsonl`` (``python -m benchmarks peers``).
 
     python scripts/render_tables.py           # rewrite the tables in place
     python scripts/render_tables.py --check   # exit 1 naming each stale table
@@ -137,11 +139,25 @@ def _conformance(name: str) -> Callable[[], str]:
     return render
 
 
+PEERS_RESULTS = ROOT / "benchmarks" / "results" / "peers" / "results.jsonl"
+
+
+def render_peers(path: Path | None = None) -> str:
+    """The peer benchmark's tables (env steps per second with tdrl / peer, time to
+    threshold) from its results file: per row the newest invocation that ran it."""
+    if str(ROOT) not in sys.path:  # benchmarks/ is a package of the checkout, not installed
+        sys.path.insert(0, str(ROOT))
+    from benchmarks.peers.table import load, markdown
+
+    return markdown(load(path or PEERS_RESULTS))
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
     "algorithms": render_algorithms,
     "mujoco-1m": render_mujoco_1m,
     "conformance": _conformance("render_counts"),
     "tianshou-scripts": _conformance("render_default_budget"),
+    "peers": render_peers,
 }
 
 
