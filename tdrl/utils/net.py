@@ -89,6 +89,32 @@ def _as_input(
     return x.flatten(1) if x.dim() > 2 else x
 
 
+def curiosity_terms(
+    phi1: torch.Tensor,
+    phi2: torch.Tensor,
+    act: Any,
+    action_dim: int,
+    forward_model: nn.Module,
+    inverse_model: nn.Module,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The intrinsic curiosity module's two terms (arXiv:1705.05363) from the features
+    ``phi(s1)``, ``phi(s2)`` ``[B, F]`` and the discrete actions ``act`` ``[B]``: the forward
+    model's error ``1/2 ||f([phi1, onehot(a)]) - phi2||^2`` ``[B]`` and the inverse model's
+    logits ``g([phi1, phi2])`` ``[B, action_dim]`` (shared by tdrl's and the
+    Tianshou-signature ``IntrinsicCuriosityModule``).
+
+    >>> f, g = nn.Linear(3, 2), nn.Linear(4, 1)
+    >>> err, logits = curiosity_terms(torch.zeros(5, 2), torch.ones(5, 2), [0] * 5, 1, f, g)
+    >>> err.shape, logits.shape
+    (torch.Size([5]), torch.Size([5, 1]))
+    """
+    a = torch.as_tensor(act, device=phi1.device).long().reshape(-1)
+    one_hot = nn.functional.one_hot(a, num_classes=action_dim).to(phi1.dtype)
+    phi2_hat = forward_model(torch.cat([phi1, one_hot], dim=1))
+    err = 0.5 * (phi2_hat - phi2).pow(2).sum(1)
+    return err, inverse_model(torch.cat([phi1, phi2], dim=1))
+
+
 class MLP(nn.Sequential):
     """Linear layers with an activation between them.
 

@@ -46,7 +46,7 @@ from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.returns import compute_nstep_return
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
-from tdrl.utils.net import MLP
+from tdrl.utils.net import MLP, curiosity_terms
 
 __all__ = ["ICM", "IntrinsicCuriosityModule"]
 
@@ -108,12 +108,9 @@ class IntrinsicCuriosityModule(nn.Module):
         s1 = torch.as_tensor(obs, dtype=param.dtype, device=param.device)
         s2 = torch.as_tensor(obs_next, dtype=param.dtype, device=param.device)
         phi1, phi2 = self.feature_net(s1), self.feature_net(s2)
-        a = torch.as_tensor(act, device=param.device).long().reshape(-1)
-        one_hot = F.one_hot(a, num_classes=self.action_dim).to(phi1.dtype)
-        phi2_hat = self.forward_model(torch.cat([phi1, one_hot], dim=1))
-        err = 0.5 * (phi2_hat - phi2).pow(2).sum(1)
-        logits = self.inverse_model(torch.cat([phi1, phi2], dim=1))
-        return err, logits
+        return curiosity_terms(
+            phi1, phi2, act, self.action_dim, self.forward_model, self.inverse_model
+        )
 
 
 class ICM(Algorithm):

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tdrl.utils.net import curiosity_terms
 from tdrl.utils.net_quantile import CosineEmbeddingNetwork, FractionProposalNetwork, Fractions
 from tdrl.utils.tianshou_net.common import (
     MLP,
@@ -38,7 +39,6 @@ from tdrl.utils.tianshou_net.common import (
     as_input,
     call_preprocess,
     output_dim_of,
-    param_dtype_device,
 )
 
 __all__ = [
@@ -377,10 +377,6 @@ class IntrinsicCuriosityModule(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(forward-model error [B], inverse-model logits [B, action_dim])``."""
         phi1, phi2 = self._phi(s1), self._phi(s2)
-        device = param_dtype_device(self)[1]
-        a = torch.as_tensor(act, device=device).long().reshape(-1)
-        one_hot = F.one_hot(a, num_classes=self.action_dim).to(phi1.dtype)
-        phi2_hat = self.forward_model(torch.cat([phi1, one_hot], dim=1))
-        err = 0.5 * F.mse_loss(phi2_hat, phi2, reduction="none").sum(1)
-        act_hat = self.inverse_model(torch.cat([phi1, phi2], dim=1))
-        return err, act_hat
+        return curiosity_terms(
+            phi1, phi2, act, self.action_dim, self.forward_model, self.inverse_model
+        )
