@@ -87,11 +87,14 @@ def gather_experts(tmp: str, env: dict[str, str]) -> None:
             "import sys; sys.argv = ['gather']; "
             f"from test.offline.{name} import gather_data; gather_data()"
         )
-        rc = subprocess.call(
-            [sys.executable, "-c", code], cwd=tmp, env=env, stdout=subprocess.DEVNULL
+        proc = subprocess.run(  # its progress bars stay out of the log unless it fails
+            [sys.executable, "-c", code], cwd=tmp, env=env, capture_output=True, text=True
         )
         took = time.perf_counter() - start
-        print(f"conformance: {name} at its defaults: exit {rc} in {took:.0f} s", flush=True)
+        print(f"conformance: {name} at its defaults: exit {proc.returncode} in {took:.0f} s")
+        if proc.returncode:
+            print(proc.stderr[-4000:], file=sys.stderr)
+        sys.stdout.flush()
 
 
 def main(argv: list[str]) -> int:

@@ -91,7 +91,8 @@ def test_one_real_run_records_reaching_a_low_threshold(tmp_path: Path) -> None:
     assert seed_sweep.main(argv) == 0
     (rec,) = seed_sweep.load_records(out)
     assert rec["reached"] and rec["threshold"] == 15.0 and rec["env_step"] > 0
-    assert list(rec) == list(record("dqn", 0))  # the committed file's fields, in its order
+    # a record's fields in order, the commit it was measured at last
+    assert list(rec) == [*record("dqn", 0), "commit"] and rec["commit"]
 
 
 def test_a_record_names_the_commit_it_was_measured_at() -> None:
