@@ -23,7 +23,7 @@ Conversion policy (the dtype policy of :class:`~tdrl.data.batch.Batch`):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -198,21 +198,17 @@ def common_prefix(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
     """
     if not shapes:
         return ()
-    first = shapes[0]
-    n = len(first)
-    prefix = first
-    for shape in shapes:
-        if n == 0:
-            break
-        if shape[:n] == prefix:  # the usual case: one cheap tuple comparison
-            continue
-        m = min(n, len(shape))
-        i = 0
-        while i < m and shape[i] == first[i]:
-            i += 1
-        n = i
-        prefix = first[:n]
-    return tuple(prefix)
+    # the common prefix of a set of sequences is that of its lexicographic extremes (two
+    # C-level passes, then one short comparison)
+    ordered = cast("Sequence[tuple[int, ...]]", shapes)  # tuples, torch.Size: comparable
+    lo, hi = min(ordered), max(ordered)
+    n = len(lo)
+    if tuple(hi[:n]) == tuple(lo):  # the usual case: the shortest shape is the prefix
+        return tuple(lo)
+    i = 0
+    while lo[i] == hi[i]:  # stops before n: hi[:n] differs from lo
+        i += 1
+    return tuple(lo[:i])
 
 
 def _build_stack(arr: np.ndarray, batch_size: tuple[int, ...]) -> NonTensorStack:
@@ -315,3 +311,47 @@ def fit_entry(key: str, value: Any, bs: torch.Size) -> Any:
             f"do not match the batch size {shape_str(bs)}."
         )
     return value
+
+
+_SOURCES = "_np_sources"
+"""``Batch.__dict__`` key: ``{key: (tensor, array, data pointer)}`` of the entries the
+``Batch`` constructor wrapped from writeable numpy arrays (see :func:`numpy_entries`)."""
+
+
+def numpy_entries(batch: Any, keys: tuple[str, ...]) -> list[np.ndarray]:
+    """``[batch[k].numpy() for k in keys]`` for tensor entries, without the conversion for
+    an entry the constructor wrapped from a numpy array and nothing has touched since.
+
+    Untouched means: the entry is the same tensor object, no in-place operation ran on
+    it (version 0; an inference tensor, which has no version, never counts), its memory
+    did not move (``share_memory_``, ``.data = ...``) and it does not require grad. Such a
+    tensor shares the array's memory, shape, strides and dtype, so the array is what
+    ``Tensor.numpy`` would return. Raises what ``Tensor.numpy`` raises (the buffer's
+    ``add`` falls back to its general path then).
+
+    >>> from tdrl.data.batch import Batch
+    >>> b = Batch(obs=np.zeros((2, 3), np.float32))
+    >>> [a.shape for a in numpy_entries(b, ("obs",))]
+    [(2, 3)]
+    >>> b.obs.add_(1.0).shape  # an in-place update: the array is no longer reused as is
+    torch.Size([2, 3])
+    >>> numpy_entries(b, ("obs",))[0].tolist()
+    [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    """
+    entries = batch._tensordict
+    sources = batch.__dict__.get(_SOURCES)
+    if sources is None:
+        return [entries[k].numpy() for k in keys]
+    out = []
+    for k in keys:
+        t = entries[k]
+        src = sources.get(k)
+        if src is not None and src[0] is t and not t.requires_grad and t.data_ptr() == src[2]:
+            try:
+                if t._version == 0:
+                    out.append(src[1])
+                    continue
+            except RuntimeError:  # an inference tensor keeps no version counter
+                pass
+        out.append(t.numpy())
+    return out

@@ -5,14 +5,17 @@ least ``n_step`` transitions were gathered (``ceil(n_step / N) * N``) and carrie
 episodes over to the next call; ``collect(n_episode=...)`` gathers exactly ``n_episode``
 episodes, spreading the last ones evenly over the envs, then resets every env.
 
-The hot loop works on preallocated numpy arrays: one numpy -> torch conversion for the
-policy input, one torch -> numpy conversion for the action, one vectorized ``buffer.add``
-per vector step, and the policy runs under ``torch.inference_mode()``.
+The hot loop works on the envs' numpy arrays: one numpy -> torch conversion per input
+array (the policy's ``Batch`` is assembled directly, :mod:`tdrl.data.collector_step`), one
+torch -> numpy conversion for the action, one vectorized ``buffer.add`` per vector step,
+and the policy runs under ``torch.inference_mode()``. What does not change during a
+collect is looked up once (the bound methods, the policy's ``map_action``); a step where
+no env finished skips the episode bookkeeping with one byte comparison, and a step of all
+envs calls ``env.step`` without ids (nothing to validate).
 """
 
 from __future__ import annotations
 
-import math
 import pickle
 import sys
 import time
@@ -27,6 +30,14 @@ from tensordict import TensorDictBase
 from typing_extensions import TypeVar
 
 from tdrl.data.batch import Batch
+from tdrl.data.collector_step import (
+    _policy_input,
+    _step_finite,
+    _surely_finite,
+    first_nonfinite,
+    legal_random_actions,
+    sample_spaces,
+)
 from tdrl.data.hooks import CollectorHooksMixin
 from tdrl.data.stats import CollectStats
 from tdrl.data.tree import (
@@ -64,60 +75,24 @@ def _buffer_num(buffer: Any) -> int:
     return int(getattr(buffer, "buffer_num", 1))
 
 
+_ndarray = np.ndarray
+_Tensor = torch.Tensor
+_InferenceMode = torch._C._InferenceMode
+"""The guard ``torch.inference_mode()`` enters (without its Python wrapper's cost)."""
+_UNSET: Any = object()
+_NO_HOOKS = (_UNSET, _UNSET)
+"""``Collector._policy_hooks`` outside ``collect``: look ``map_action`` /
+``map_action_inverse`` up on the policy at each call."""
+_SIZES: dict[int, torch.Size] = {}
+"""``torch.Size([n])`` by ``n``: the policy input's batch size, built once."""
+
+
 class NonFiniteError(ValueError):
     """An env returned a NaN or infinite reward or floating observation.
 
     >>> issubclass(NonFiniteError, ValueError)
     True
     """
-
-
-def first_nonfinite(x: Tree, key: str) -> tuple[str, int, Any] | None:
-    """``(key, row, value)`` of the first NaN/inf in a floating leaf of ``x``, else ``None``.
-
-    ``x`` holds one row per env (an array, a tensor or a nested mapping of them); integer
-    and bool leaves are skipped. Nested keys are dotted.
-
-    >>> first_nonfinite({"pos": np.array([[0.0, 1.0], [np.inf, 0.0]])}, "obs")
-    ('obs.pos', 1, inf)
-    >>> first_nonfinite(np.array([0, 1]), "obs") is None
-    True
-    """
-    if isinstance(x, Mapping):
-        for name, value in x.items():
-            found = first_nonfinite(value, f"{key}.{name}")
-            if found is not None:
-                return found
-        return None
-    arr = x.numpy() if isinstance(x, torch.Tensor) else x
-    if type(arr) is not np.ndarray:
-        arr = np.asarray(arr)
-    if arr.dtype.kind not in "fc":
-        return None
-    ok = np.isfinite(arr)
-    if ok.all():
-        return None
-    flat = ok.reshape(len(arr), -1) if arr.ndim else ok.reshape(1, 1)
-    row = int(np.flatnonzero(~flat.all(axis=1))[0])
-    bad = arr.reshape(flat.shape)[row][~flat[row]][0]
-    return key, row, bad.item()
-
-
-_add_reduce = np.add.reduce
-
-
-def _surely_finite(x: Tree) -> bool:
-    """Cheap test: ``True`` when ``x`` surely holds no NaN/inf (integer or bool arrays, or
-    float arrays of 32 bits or more whose sum is finite); ``False`` means "look closer"
-    (:func:`first_nonfinite`), e.g. for tensors or a sum that overflowed."""
-    if type(x) is np.ndarray:
-        kind = x.dtype.kind
-        if kind in "biu":
-            return True
-        return kind == "f" and x.dtype.itemsize >= 4 and math.isfinite(_add_reduce(x, None))
-    if isinstance(x, Mapping):
-        return all(_surely_finite(v) for v in x.values())
-    return False
 
 
 def _as_policy(policy: Any) -> Any:
@@ -143,44 +118,6 @@ def _zero_rows(state: Any, rows: np.ndarray) -> Any:
     state = state.clone()
     state[idx] = state[idx].zero_()
     return state
-
-
-def sample_spaces(
-    spaces: list[gym.Space], env_ids: np.ndarray, rng: np.random.Generator, same: bool
-) -> np.ndarray:
-    """One uniform action per env in ``env_ids``, vectorized when the spaces are identical.
-
-    With ``same`` (all spaces equal), Discrete and bounded Box spaces are drawn in one call
-    from ``rng``; other spaces fall back to their own ``sample()``.
-
-    >>> rng = np.random.default_rng(0)
-    >>> sample_spaces([gym.spaces.Discrete(2)] * 3, np.arange(3), rng, True).shape
-    (3,)
-    """
-    first = spaces[int(env_ids[0])]
-    n = len(env_ids)
-    if same and isinstance(first, gym.spaces.Discrete):
-        start = int(first.start)
-        return rng.integers(start, start + int(first.n), size=n).astype(first.dtype)
-    if same and isinstance(first, gym.spaces.Box) and first.is_bounded("both"):
-        if np.issubdtype(first.dtype, np.integer):
-            high = first.high.astype(np.int64) + 1
-            return rng.integers(first.low, high, size=(n, *first.shape)).astype(first.dtype)
-        return rng.uniform(first.low, first.high, size=(n, *first.shape)).astype(first.dtype)
-    return np.stack([spaces[int(i)].sample() for i in env_ids])
-
-
-def legal_random_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One uniformly random legal action per row of a boolean ``[n, n_actions]`` mask
-    (a row without a legal action gets a uniformly random one).
-
-    >>> mask = np.array([[False, True, False], [True, False, True]])
-    >>> acts = legal_random_actions(mask, np.random.default_rng(0))
-    >>> bool(mask[np.arange(2), acts].all())
-    True
-    """
-    scores = rng.random(mask.shape) + mask.astype(np.float64)
-    return scores.argmax(axis=1)
 
 
 def _zeros_like_rows(x: Any, n: int) -> Any:
@@ -223,6 +160,7 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
     """
 
     _rounds_n_step = True  # n_step mode steps every env, so it rounds up to a multiple of N
+    _policy_hooks: tuple[Any, Any] = _NO_HOOKS  # ``collect`` caches the policy's action maps
 
     def __init__(
         self,
@@ -322,13 +260,18 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         obs, info = self.env.reset(env_id=env_ids, **gym_reset_kwargs)
         if self.check_finite:
             self._check_finite(env_ids, None, obs, "reset()")
-        tree_assign(self._obs, env_ids, obs)
+        target = self._obs
+        if type(target) is _ndarray:  # ``tree_assign`` of a plain array
+            target[env_ids] = obs
+        else:
+            tree_assign(target, env_ids, obs)
         if self._info:
             new = stack_infos(info, env_ids)
             for k in list(self._info):
                 if k in new:
                     tree_assign(self._info[k], env_ids, new[k])
-        self._state = _zero_rows(self._state, env_ids)
+        if self._state is not None:
+            self._state = _zero_rows(self._state, env_ids)
 
     # ------------------------------------------------------------------ acting
     def _random_action(self, env_ids: np.ndarray, obs: Tree = None) -> np.ndarray:
@@ -337,11 +280,13 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         With a ``{"obs", "mask"}`` observation (Discrete actions), only legal actions
         (``mask == True``) are drawn.
         """
-        mask = obs.get("mask") if isinstance(obs, Mapping) else None
+        mask = obs.get("mask") if type(obs) is not _ndarray and isinstance(obs, Mapping) else None
         if mask is not None:
             return legal_random_actions(np.asarray(mask), self._rng)
         act = sample_spaces(self.env.action_space, env_ids, self._rng, self._same_spaces)
-        inverse = getattr(self.policy, "map_action_inverse", None)
+        inverse = self._policy_hooks[1]
+        if inverse is _UNSET:
+            inverse = getattr(self.policy, "map_action_inverse", None)
         return np.asarray(inverse(act)) if inverse is not None else act
 
     def _policy_action(
@@ -351,18 +296,35 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         state = self._state
         if state is not None and not all_envs:
             state = tree_index(state, torch.as_tensor(env_ids))
-        with torch.inference_mode():
+        with _InferenceMode(True):
             n = len(env_ids)
-            data: dict[str, Any] = {"obs": tree_to_torch(obs)}
-            if info:  # one nested Batch built with the outer one (cheaper than a set)
-                data["info"] = Batch(tree_to_torch(info), batch_size=[n])
-            batch = Batch(data, batch_size=[n])
+            size = _SIZES.get(n)
+            if size is None:
+                size = _SIZES[n] = torch.Size([n])
+            batch = _policy_input(obs, info, size)
+            if batch is None:
+                data: dict[str, Any] = {"obs": tree_to_torch(obs)}
+                if info:  # one nested Batch built with the outer one (cheaper than a set)
+                    data["info"] = Batch(tree_to_torch(info), batch_size=size)
+                batch = Batch(data, batch_size=size)
             result = self.policy(batch, state)
-            act = result["act"]
+            # a Batch's entries as stored: what ``result[...]`` / ``result.get`` return
+            entries = result._tensordict if type(result) is Batch else None
+            act = None if entries is None else entries.get("act")
+            if type(act) is not _Tensor:
+                act = result["act"]
             if self.exploration_noise:
                 act = self.policy.exploration_noise(act, batch)
-            new_state = result.get("state", None)
-            stored = result.get("policy", None)
+            if entries is not None:
+                new_state = entries.get("state")
+                stored = entries.get("policy")
+            else:
+                new_state = result.get("state", None)
+                stored = result.get("policy", None)
+        if type(act) is _Tensor and act.is_cpu and not act.requires_grad:
+            act_np = act.numpy()
+        else:
+            act_np = np.asarray(tree_to_numpy(act))
         if new_state is not None:
             if all_envs:
                 self._state = new_state
@@ -370,10 +332,12 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
                 if self._state is None:
                     self._state = _zeros_like_rows(new_state, self.env_num)
                 self._state[torch.as_tensor(env_ids)] = new_state
-        return np.asarray(tree_to_numpy(act)), stored
+        return act_np, stored
 
     def _map_action(self, act: np.ndarray) -> np.ndarray:
-        mapper: Callable[[np.ndarray], Any] | None = getattr(self.policy, "map_action", None)
+        mapper: Callable[[np.ndarray], Any] | None = self._policy_hooks[0]
+        if mapper is _UNSET:
+            mapper = getattr(self.policy, "map_action", None)
         return np.asarray(mapper(act)) if mapper is not None else act
 
     # ------------------------------------------------------------------ collect
@@ -412,7 +376,17 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
             )
         start = time.perf_counter()
         self._episode_mode = n_episode is not None
-        step_count, returns, lens = self._run(n_step, n_episode, random, render, kwargs)
+        # the policy's action maps, looked up once per collect rather than once per step
+        # (a miss on an ``nn.Module`` costs an exception)
+        policy = self.policy
+        self._policy_hooks = (
+            getattr(policy, "map_action", None),
+            getattr(policy, "map_action_inverse", None),
+        )
+        try:
+            step_count, returns, lens = self._run(n_step, n_episode, random, render, kwargs)
+        finally:
+            self._policy_hooks = _NO_HOOKS
         if n_episode is not None:
             self._finish_episode_collect(kwargs)
         elapsed = max(time.perf_counter() - start, 1e-9)
@@ -431,16 +405,26 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         ``step`` is ``(obs, act, rew, terminated, truncated, obs_next)`` of the envs
         ``env_ids``; ``stored`` is the policy's data to keep (or ``None``).
         """
-        if self.check_finite and not (_surely_finite(step[2]) and _surely_finite(step[5])):
-            self._check_finite(env_ids, step[2], step[5], "step()")
-        keys = ("obs", "act", "rew", "terminated", "truncated", "obs_next")
-        data: dict[str, Any] = dict(zip(keys, step))
+        obs, act, rew, terminated, truncated, obs_next = step
+        if self.check_finite and not _step_finite(rew, obs_next):
+            self._check_finite(env_ids, rew, obs_next, "step()")
+        data: dict[str, Any] = {
+            "obs": obs,
+            "act": act,
+            "rew": rew,
+            "terminated": terminated,
+            "truncated": truncated,
+            "obs_next": obs_next,
+        }
         if info:
             data["info"] = info
         if stored is not None:
             data["policy"] = stored
-        ptr, ep_rew, ep_len, ep_idx = self.buffer.add(self._hook_step(data), buffer_ids=env_ids)
-        self._hook_episodes(ptr, ep_len, ep_idx)
+        if self._on_step_hook is not None:
+            data = self._hook_step(data)
+        ptr, ep_rew, ep_len, ep_idx = self.buffer.add(data, buffer_ids=env_ids)
+        if self._on_episode_done_hook is not None:
+            self._hook_episodes(ptr, ep_len, ep_idx)
         return ep_rew, ep_len
 
     def _check_finite(self, env_ids: np.ndarray, rew: Any, obs: Tree, source: str) -> None:
@@ -479,25 +463,36 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         step_count, episode_count = 0, 0
         returns: list[float] = []
         lens: list[int] = []
+        # the loop's methods looked up once (the per-step cost is what is left)
+        env_step, store, map_action = self.env.step, self._store, self._map_action
+        random_action, policy_action = self._random_action, self._policy_action
+        logical_or = np.logical_or
+        n = len(env_ids)
+        no_done = bytes(n)  # ``done.tobytes()`` of a step where no env finished
         while True:
             if random:
-                act, stored = self._random_action(env_ids, obs), None
+                act, stored = random_action(env_ids, obs), None
             else:
-                act, stored = self._policy_action(obs, info, env_ids, all_envs)
-            obs_next, rew, terminated, truncated, step_info = self.env.step(
-                self._map_action(act), env_ids
+                act, stored = policy_action(obs, info, env_ids, all_envs)
+            obs_next, rew, terminated, truncated, step_info = env_step(
+                map_action(act), None if all_envs else env_ids
             )
             info_next = stack_infos(step_info, env_ids)
-            ep_rew, ep_len = self._store(
+            ep_rew, ep_len = store(
                 env_ids, (obs, act, rew, terminated, truncated, obs_next), info_next, stored
             )
             if render:
                 self.env.render()
                 time.sleep(render)
-            step_count += len(env_ids)
-            done_local = np.flatnonzero(np.logical_or(terminated, truncated))
+            step_count += n
             obs = obs_next
             info = info_next
+            done = logical_or(terminated, truncated)
+            if done.tobytes() == no_done:  # the common step: nothing finished
+                if (n_step and step_count >= n_step) or (n_episode and episode_count >= n_episode):
+                    break
+                continue
+            done_local = np.flatnonzero(done)
             if len(done_local):
                 done_ids = env_ids[done_local]
                 returns.extend(np.asarray(ep_rew)[done_local].tolist())
@@ -514,6 +509,8 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
                         keep[done_local[:surplus]] = False
                         env_ids = env_ids[keep]
                         all_envs = False
+                        n = len(env_ids)
+                        no_done = bytes(n)
                         obs = tree_index(self._obs, env_ids)
                         info = tree_index(self._info, env_ids)
             if (n_step and step_count >= n_step) or (n_episode and episode_count >= n_episode):

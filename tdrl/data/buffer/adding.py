@@ -8,17 +8,22 @@ shape/dtype comparisons and written with one numpy assignment per key, no Tensor
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 import torch
 from tensordict import TensorDict
 
+from tdrl.data.batch import Batch
+from tdrl.data.batch_ops import numpy_entries
 from tdrl.data.buffer.schema import REQUIRED_KEYS, Key, check_missing, flatten_batch
 from tdrl.data.buffer.storage import EpisodeStorage
 
 _RING0 = np.zeros(1, dtype=np.int64)
 _EMPTY = np.zeros(0, dtype=np.int64)
+_shape_of = attrgetter("shape")
+_dtype_of = attrgetter("dtype")
 
 
 def _structure(data: Any) -> tuple | None:
@@ -50,7 +55,42 @@ def _extract(struct: tuple, data: Any, out: list) -> bool:
     return True
 
 
-def _flat_td_arrays(entries: dict[str, Any], plan: _FastPlan) -> list[Any] | None:
+def _one_level(struct: tuple) -> tuple[tuple[int, tuple[str, ...]], ...] | None:
+    """For a layout whose nested dicts hold only leaves: ``(position, names)`` of each
+    nested dict among the top-level values, last first (see :func:`_extract_one_level`);
+    ``None`` for deeper layouts."""
+    subs = struct[1]
+    if subs is None:
+        return ()
+    out = []
+    for pos, sub in enumerate(subs):
+        if sub is not None:
+            if sub[1] is not None:
+                return None
+            out.append((pos, sub[0]))
+    return tuple(reversed(out))
+
+
+def _extract_one_level(
+    names: tuple[str, ...], nested: tuple[tuple[int, tuple[str, ...]], ...], data: dict
+) -> list[Any] | None:
+    """The leaves of ``data`` in order if its layout is ``names`` with the nested dicts
+    ``nested`` (from :func:`_one_level`), else ``None``: :func:`_extract` without the
+    recursion, for the collector's ``{..., "info": {"env_id": ...}}``."""
+    if tuple(data) != names:
+        return None
+    out = list(data.values())
+    for pos, sub_names in nested:
+        sub = out[pos]
+        if type(sub) is not dict or tuple(sub) != sub_names:
+            return None
+        out[pos : pos + 1] = sub.values()
+    return out
+
+
+def _flat_td_arrays(
+    entries: dict[str, Any], plan: _FastPlan, batch: Any = None
+) -> list[Any] | None:
     """The CPU tensors of a flat TensorDict's entries as numpy arrays, when their keys are
     ``plan.flat`` once empty nested TensorDicts (``info={}``, ``policy={}``) are left out.
 
@@ -80,6 +120,8 @@ def _flat_td_arrays(entries: dict[str, Any], plan: _FastPlan) -> list[Any] | Non
             ):
                 return None
     try:
+        if batch is not None and flat is not None:
+            return numpy_entries(batch, flat)
         return [entries[name].numpy() for name in flat]  # type: ignore[union-attr]
     except (RuntimeError, TypeError, AttributeError):  # grad, device, non-tensor
         return None
@@ -91,12 +133,14 @@ class _FastPlan:
     __slots__ = (
         "cols",
         "cols3",
+        "dtypes",
         "flat",
         "k",
         "keys",
         "layout",
+        "nested",
         "rew",
-        "specs",
+        "shapes",
         "stacked",
         "struct",
         "td_empty",
@@ -104,17 +148,23 @@ class _FastPlan:
         "td_type",
         "term",
         "trunc",
+        "types",
     )
 
     def __init__(self) -> None:
         self.cols: list[np.ndarray | None] = []
         self.cols3: list[np.ndarray | None] = []
-        self.specs: list[tuple[tuple[int, ...], np.dtype]] = []
         self.flat: tuple[str, ...] | None = None
         self.td_keys: tuple[str, ...] | None = None  # a TensorDict input's keys, empties too
         self.td_empty: tuple[str, ...] = ()
         self.td_type: type | None = None  # the TensorDict class of the last input
         self.struct: tuple | None = None
+        self.nested: tuple[tuple[int, tuple[str, ...]], ...] | None = None
+        # the planned leaves' types, shapes and dtypes, compared as lists (one C-level pass
+        # per attribute)
+        self.types: list[type] = []
+        self.shapes: list[tuple[int, ...]] = []
+        self.dtypes: list[np.dtype] = []
         self.keys: tuple[Key, ...] = ()
         self.k = self.layout = self.rew = self.term = self.trunc = 0
         self.stacked = False
@@ -198,12 +248,19 @@ class AddMixin:
                 if tuple(batch) == plan.flat:
                     arrs = list(batch.values())
             elif type(batch) is plan.td_type or isinstance(batch, TensorDict):
-                arrs = _flat_td_arrays(batch._tensordict, plan)  # type: ignore[union-attr]
+                arrs = _flat_td_arrays(
+                    batch._tensordict,  # type: ignore[union-attr]
+                    plan,
+                    batch if type(batch) is Batch else None,
+                )
                 plan.td_type = type(batch)  # the next isinstance is a type identity
         elif plan is not None and plan.struct is not None and type(batch) is dict:
-            arrs = []
-            if not _extract(plan.struct, batch, arrs):
-                arrs = None
+            if plan.nested is not None:
+                arrs = _extract_one_level(plan.struct[0], plan.nested, batch)
+            else:
+                arrs = []
+                if not _extract(plan.struct, batch, arrs):
+                    arrs = None
         if arrs is None:
             leaves = flatten_batch(batch)
             arrs = list(leaves.values())
@@ -215,7 +272,7 @@ class AddMixin:
             type(buffer_ids) is np.ndarray
             and buffer_ids.dtype.kind in "iu"
             and buffer_ids.tolist() == self._all_ids
-        ):
+        ) or (type(buffer_ids) is list and buffer_ids == self._all_ids):
             # every ring in order (the collector's call): what ``_rings`` would return
             rings, stacked, sel = st.all_rings, True, None
         else:
@@ -229,28 +286,23 @@ class AddMixin:
             and plan.stacked == stacked
             and plan.layout == st.layout_version
             and (leaves is None or tuple(leaves) == plan.keys)
-            and len(arrs) == len(plan.specs)
+            and list(map(type, arrs)) == plan.types  # numpy arrays of the planned layout
+            and list(map(_shape_of, arrs)) == plan.shapes
+            and list(map(_dtype_of, arrs)) == plan.dtypes
         ):
-            for arr, (shape, dtype) in zip(arrs, plan.specs):
-                if (
-                    type(arr) is not np.ndarray
-                    or arr.shape != shape
-                    or (arr.dtype is not dtype and arr.dtype != dtype)
-                ):
-                    break
-            else:
-                rew = arrs[plan.rew]
-                done = arrs[plan.term] | arrs[plan.trunc]
-                if sel is None and stacked and st._lockstep:
-                    return st._write_lockstep(arrs, plan.cols3, done, rew)
-                if not stacked:
-                    done, rew = done.reshape(1), rew[None]
-                return st.write_step(sel, arrs, done, rew, cols=plan.cols, cols3=plan.cols3)
+            rew = arrs[plan.rew]
+            done = arrs[plan.term] | arrs[plan.trunc]
+            if sel is None and stacked and st._lockstep:
+                return st._write_lockstep(arrs, plan.cols3, done, rew)
+            if not stacked:
+                done, rew = done.reshape(1), rew[None]
+            return st.write_step(sel, arrs, done, rew, cols=plan.cols, cols3=plan.cols3)
         if leaves is None:
             leaves = flatten_batch(batch)
         res = self._add_checked(leaves, tuple(leaves), rings, sel, stacked)
         if self._fast_plan is not None and self._fast_plan.flat is None:
-            self._fast_plan.struct = _structure(batch)
+            self._fast_plan.struct = struct = _structure(batch)
+            self._fast_plan.nested = None if struct is None else _one_level(struct)
         return res
 
     def _add_checked(
@@ -309,7 +361,9 @@ class AddMixin:
             else:
                 plan.cols.append(None)
                 plan.cols3.append(None)
-            plan.specs.append((arr.shape, arr.dtype))
+            plan.types.append(np.ndarray)
+            plan.shapes.append(arr.shape)
+            plan.dtypes.append(arr.dtype)
         pos = {key: i for i, key in enumerate(keys)}
         plan.keys, plan.k, plan.stacked, plan.layout = keys, k, stacked, st.layout_version
         plan.term, plan.trunc, plan.rew = (

@@ -8,6 +8,12 @@ per-ring Python loop: ``stop[i] = done[i] or i is a ring's newest index``;
 ``prv_base``/``nxt_base`` are ``i - 1``/``i + 1`` wrapped inside each ring's filled part.
 ``prev(i) = i if stop[prv_base[i]] else prv_base[i]``;
 ``next(i) = i if stop[i] else nxt_base[i]``.
+
+While every ring is written in lockstep (a vector buffer fed one row per env per step),
+``cursor``, ``lengths``, ``last_index``, ``stop`` and ``prv_base`` are brought up to date
+lazily: a lockstep write advances two Python ints, and the first read of any of those
+arrays (they are properties) writes what the skipped steps would have written
+(:meth:`EpisodeBook._sync`). The values read are always those of the eager bookkeeping.
 """
 
 from __future__ import annotations
@@ -20,6 +26,27 @@ import torch
 from tdrl.data.buffer.schema import Key
 
 DONE: Key = ("done",)
+
+
+def _synced_array(name: str, doc: str) -> Any:
+    """A property for the bookkeeping array ``name`` (kept in the instance ``__dict__``
+    under that name, so pickles keep their layout): reading or replacing it first brings
+    pending lockstep writes up to date."""
+
+    def get(self: EpisodeBook) -> np.ndarray:
+        if self._lazy:
+            self._sync()
+        try:
+            return self.__dict__[name]  # type: ignore[no-any-return]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def set_(self: EpisodeBook, value: np.ndarray) -> None:
+        if self._lazy:
+            self._sync()
+        self.__dict__[name] = value
+
+    return property(get, set_, doc=doc)
 
 
 class EpisodeBook:
@@ -41,6 +68,55 @@ class EpisodeBook:
     ep_len: np.ndarray
     done3: np.ndarray
     _done_t: np.ndarray
+    _filling: bool
+    _stop_t: np.ndarray
+    _prv_t: np.ndarray
+    _nxt_t: np.ndarray
+
+    # lockstep writes not yet reflected in the arrays below (see the module docstring):
+    # ``_lk_c``/``_lk_n`` are the current cursor/length of every ring, ``_lk_c0``/``_lk_n0``
+    # those the arrays hold, ``_lk_m`` the number of writes since
+    _lazy = False
+    _lk_c = _lk_n = _lk_c0 = _lk_n0 = _lk_m = 0
+
+    cursor = _synced_array("cursor", "Insertion position (local) of every ring.")
+    lengths = _synced_array("lengths", "Number of valid rows of every ring.")
+    last_index = _synced_array("last_index", "Newest written global index of every ring.")
+    stop = _synced_array("stop", "``done[i]`` or ``i`` is its ring's newest index.")
+    prv_base = _synced_array("prv_base", "``i - 1`` wrapped inside each ring's filled part.")
+
+    def _sync(self) -> None:
+        """Write into the bookkeeping arrays what the lockstep writes since they were last
+        up to date would have written (see :meth:`_write_lockstep`)."""
+        self._lazy = False
+        d = self.__dict__
+        c, n, m = self._lk_c, self._lk_n, self._lk_m
+        c0, n0 = self._lk_c0, self._lk_n0
+        s = self.ring_size
+        d["cursor"].fill(c)
+        d["lengths"].fill(n)
+        last = c - 1 if c else s - 1  # the slot written last
+        np.add(self.offsets, last, out=d["last_index"])
+        # every row but the newest of a ring has ``stop == done``: restore the rows from
+        # the old newest mark up to the new one, then mark the new one
+        stop_t, done_t = self._stop_t, self._done_t
+        if n0:
+            start, count = (c0 - 1) % s, m
+        else:  # empty rings: the mark sat on slot 0, the first write went to ``c0``
+            stop_t[0] = done_t[0]
+            start, count = c0, m - 1
+        if count >= s:
+            stop_t[:] = done_t
+        elif count > 0:
+            end = start + count
+            if end <= s:
+                stop_t[start:end] = done_t[start:end]
+            else:
+                stop_t[start:] = done_t[start:]
+                stop_t[: end - s] = done_t[: end - s]
+        stop_t[last] = True
+        if n0 < s:  # ``prv_base`` of each ring's first row: its newest filled row
+            self._prv_t[0] = self.offsets + (n - 1)
 
     def _write(self, key: Key, pos: np.ndarray, value: Any) -> None:
         raise NotImplementedError
@@ -208,25 +284,25 @@ class EpisodeBook:
         copy).
         """
         s = self.ring_size
-        c = int(self.cursor[0])
+        if self._lazy:
+            c, n = self._lk_c, self._lk_n
+        else:  # the arrays are up to date: later writes only advance the ints
+            d = self.__dict__
+            c, n = d["cursor"].item(0), d["lengths"].item(0)
+            self._lk_c0, self._lk_n0, self._lk_m = c, n, 0
+            self._lk_c, self._lk_n = c, n
+            self._lazy = True
         for col_t, arr in zip(cols3, values):
             if col_t is not None:
                 col_t[c] = arr
-        done_t = self._done_t
-        done_t[c] = done
-        n = int(self.lengths[0])
-        old = (c - 1) % s if n else 0
-        stop_t = self._stop_t
-        stop_t[old] = done_t[old]
-        stop_t[c] = True
+        self._done_t[c] = done
         # offsets + c, read off the static ``nxt_base = i + 1`` of the previous row
         ptr = self._nxt_t[c - 1].copy() if c else self.offsets.copy()
-        self.last_index[:] = ptr
-        c1 = c + 1 if c + 1 < s else 0
-        self.cursor.fill(c1)
+        # cursor, lengths, last_index, stop and prv_base: brought up to date by ``_sync``
+        self._lk_c = c + 1 if c + 1 < s else 0
+        self._lk_m += 1
         if n < s:
-            self.lengths.fill(n + 1)
-            self._prv_t[0] = ptr if n == c else self.offsets + n
+            self._lk_n = n + 1
             self._filling = n + 1 < s
         # episode statistics: ``_episode_stats(None, ...)`` inlined (the call and its
         # generality cost ~0.5 us of this ~7 us hot path, measured)

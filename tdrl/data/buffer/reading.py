@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tdrl.data.batch import Batch
+from tdrl.data.batch import Batch, wrap_entries
 from tdrl.data.buffer.schema import RESERVED_KEYS, Key, nest
 from tdrl.data.buffer.storage import EpisodeStorage
 
@@ -186,10 +186,12 @@ class ReadMixin:
                 name: from_numpy(col.take(idx, axis=0)) for name, col in fast[0]
             }
             for name in fast[1]:
-                cols[name] = Batch._new_unsafe(source={}, batch_size=size, nested=False)
+                cols[name] = wrap_entries(Batch, {}, size)
             if extra:
                 cols.update(extra)
-            return Batch._new_unsafe(source=cols, batch_size=size, nested=False)
+            # tensors of ``size`` rows (``extra`` too, by contract): wrapped as they are,
+            # what ``Batch._new_unsafe`` does at a fraction of its cost
+            return wrap_entries(Batch, cols, size)
         src: dict[str, Any] = {}
         nidx: np.ndarray | None = None
         stacked: dict[bool, np.ndarray] = {}

@@ -93,6 +93,8 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
         self.reset_bookkeeping()
 
     def __len__(self) -> int:
+        if self._lazy:  # lockstep writes pending: every ring holds ``_lk_n`` rows
+            return self._lk_n * self.num_rings
         return int(self.lengths.sum()) if self._filling else self.max_size
 
     @property
@@ -323,6 +325,8 @@ class EpisodeStorage(EpisodeBook, TensorStorage):
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled state; in-memory columns keep only the filled rows of each ring."""
+        if self._lazy:
+            self._sync()
         state = Storage.__getstate__(self)
         state["np_columns"] = {}
         state["_td"] = None
