@@ -194,8 +194,10 @@ def test_discrete_actor_probs_or_logits_and_critic() -> None:
     actor = DiscreteActor(
         preprocess_net=net, action_shape=3, hidden_sizes=[8], softmax_output=False
     )
-    logits, _ = actor(torch.rand(B, OBS))
-    assert (logits < 0).any() and actor.get_preprocess_net() is net
+    obs = torch.rand(B, OBS)
+    logits, _ = actor(obs)
+    torch.testing.assert_close(logits, actor.last(net(obs)[0]))  # the head's raw output
+    assert actor.get_preprocess_net() is net
     critic = DiscreteCritic(preprocess_net=net, hidden_sizes=[8], last_size=3)
     assert critic(torch.rand(B, OBS)).shape == (B, 3)  # a tensor, not a pair
     # a preprocessing net of any kind: a plain module with output_dim

@@ -328,9 +328,20 @@ class Actor(ActionReprNetWithVectorOutput[T], ABC):
     """An actor: a preprocessing network followed by a head (:meth:`get_preprocess_net`
     gives the first part, so critics can share it)."""
 
-    @abstractmethod
     def get_preprocess_net(self) -> ModuleWithVectorOutput:
-        """The preprocessing part of the network."""
+        """The preprocessing part of the network (its ``preprocess`` attribute)."""
+        return self.preprocess  # type: ignore[return-value]
+
+
+def head_mlp(preprocess_net: nn.Module, output_dim: int, **mlp: Any) -> MLP:
+    """The head every Tianshou actor and critic puts after its preprocessing net: an
+    :class:`MLP` from that net's output width to ``output_dim`` (``mlp``: its other
+    arguments).
+
+    >>> head_mlp(MLP(input_dim=3, hidden_sizes=[5]), 2, hidden_sizes=[4])(torch.zeros(1, 5)).shape
+    torch.Size([1, 2])
+    """
+    return MLP(input_dim=output_dim_of(preprocess_net), output_dim=output_dim, **mlp)
 
 
 class AbstractContinuousActorProbabilistic(Actor[T], ABC):

@@ -33,6 +33,7 @@ from tdrl.utils.tianshou_net.common import (
     TLinearLayer,
     as_input,
     call_preprocess,
+    head_mlp,
     lstm_state,
     output_dim_of,
     packed_state,
@@ -89,16 +90,8 @@ class ContinuousActorDeterministic(AbstractContinuousActorDeterministic):
     ) -> None:
         super().__init__(int(np.prod(action_shape)))
         self.preprocess = preprocess_net
-        self.last = MLP(
-            input_dim=output_dim_of(preprocess_net),
-            output_dim=self.output_dim,
-            hidden_sizes=hidden_sizes,
-        )
+        self.last = head_mlp(preprocess_net, self.output_dim, hidden_sizes=hidden_sizes)
         self.max_action = max_action
-
-    def get_preprocess_net(self) -> ModuleWithVectorOutput:
-        """The preprocessing network."""
-        return self.preprocess  # type: ignore[return-value]
 
     def forward(
         self, obs: Any, state: Any = None, info: dict[str, Any] | None = None
@@ -150,14 +143,14 @@ class ContinuousCritic(AbstractContinuousCritic):
     ) -> None:
         super().__init__(output_dim=1)
         self.preprocess = preprocess_net
-        self.apply_preprocess_net_to_obs_only = apply_preprocess_net_to_obs_only
-        self.last = MLP(
-            input_dim=output_dim_of(preprocess_net),
-            output_dim=1,
+        self.last = head_mlp(
+            preprocess_net,
+            1,
             hidden_sizes=hidden_sizes,
             linear_layer=linear_layer,
             flatten_input=flatten_input,
         )
+        self.apply_preprocess_net_to_obs_only = apply_preprocess_net_to_obs_only
 
     def forward(
         self, obs: Any, act: Any = None, info: dict[str, Any] | None = None
@@ -237,10 +230,6 @@ class ContinuousActorProbabilistic(AbstractContinuousActorProbabilistic[Any]):
             self.sigma_param = nn.Parameter(torch.zeros(output_dim, 1))
         self.max_action = _check_unbounded(unbounded, max_action)
         self._unbounded = unbounded
-
-    def get_preprocess_net(self) -> ModuleWithVectorOutput:
-        """The preprocessing network."""
-        return self.preprocess  # type: ignore[return-value]
 
     def forward(
         self, obs: Any, state: Any = None, info: dict[str, Any] | None = None

@@ -38,6 +38,7 @@ from tdrl.utils.tianshou_net.common import (
     TActionShape,
     as_input,
     call_preprocess,
+    head_mlp,
     output_dim_of,
 )
 
@@ -92,16 +93,8 @@ class DiscreteActor(AbstractDiscreteActor[Any]):
     ) -> None:
         super().__init__(int(np.prod(action_shape)))
         self.preprocess = preprocess_net
-        self.last = MLP(
-            input_dim=output_dim_of(preprocess_net),
-            output_dim=self.output_dim,
-            hidden_sizes=hidden_sizes,
-        )
+        self.last = head_mlp(preprocess_net, self.output_dim, hidden_sizes=hidden_sizes)
         self.softmax_output = softmax_output
-
-    def get_preprocess_net(self) -> ModuleWithVectorOutput:
-        """The preprocessing network."""
-        return self.preprocess  # type: ignore[return-value]
 
     def forward(
         self, obs: Any, state: Any = None, info: dict[str, Any] | None = None
@@ -138,9 +131,7 @@ class DiscreteCritic(ModuleWithVectorOutput):
     ) -> None:
         super().__init__(output_dim=last_size)
         self.preprocess = preprocess_net
-        self.last = MLP(
-            input_dim=output_dim_of(preprocess_net), output_dim=last_size, hidden_sizes=hidden_sizes
-        )
+        self.last = head_mlp(preprocess_net, last_size, hidden_sizes=hidden_sizes)
 
     def forward(
         self, obs: Any, state: Any = None, info: dict[str, Any] | None = None
