@@ -30,6 +30,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from benchmarks.timing import record
+
 N_ENVS = 8
 N_STEPS = 4000  # per round: 500 vector steps
 ROUNDS = 15
@@ -227,6 +229,7 @@ def tianshou_collect(task: str, n_steps: int, net: torch.nn.Module | None) -> Ru
 
 
 def _report(name: str, tdrl_sps: float, ts_sps: float, raw_sps: float | None) -> None:
+    record(name, kind="steps_per_s", tdrl=tdrl_sps, peer=ts_sps, raw=raw_sps)
     line = (
         f"{name:<40} tdrl {tdrl_sps:9.0f} steps/s   tianshou {ts_sps:9.0f} steps/s   "
         f"speed-up {tdrl_sps / ts_sps:5.2f}x"
@@ -241,6 +244,7 @@ def _report(name: str, tdrl_sps: float, ts_sps: float, raw_sps: float | None) ->
 
 
 def _goal(name: str, share: float, goal: float) -> None:
+    record(name.strip(), kind="share", share=share, goal=goal, rounds=ROUNDS)
     print(
         f"{name:<58} {share:6.1%}   goal >= {goal:.0%} {'met' if share >= goal else 'NOT met'}"
         f"   (medians of {ROUNDS} alternating rounds; load {os.getloadavg()[0]:.2f})",
@@ -287,6 +291,7 @@ def main() -> None:
     _goal("  tdrl / raw loop, same MLP policy", sps["tdrl"] / sps["raw"], GOAL_POLICY)
 
     split = overhead_split(task, 20_000)
+    record("tdrl per vector step (us), MLP policy", kind="split_us", parts=split)
     print(
         f"{'  tdrl per vector step (us), MLP policy':<40} "
         + "   ".join(f"{k} {v:5.1f}" for k, v in split.items()),
@@ -294,6 +299,7 @@ def main() -> None:
     )
     on, off = check_finite_cost(task, 20_000)
     cost_us = (1 / on - 1 / off) * 1e6 * N_ENVS
+    record("CartPole-v1 x8, check_finite on vs off", kind="check_finite", on=on, off=off)
     print(
         f"{'CartPole-v1 x8, check_finite on vs off':<40} on {on:9.0f} steps/s   "
         f"off {off:9.0f} steps/s   cost {1 - on / off:6.1%} ({cost_us:4.1f} us/vector step)",

@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from benchmarks.timing import best_of, row
+from benchmarks.timing import best_of, record, row
 from tdrl.env import DummyVectorEnv, ShmemVectorEnv
 
 N = 8
@@ -90,14 +90,15 @@ def _bench(task: str, envs: dict[str, Any], number: int, in_process: bool) -> No
     t = _interleaved(fns, number)
     label = f"{task.split('-')[0]} x{N} step"
     if in_process:
+        record(f"{task} raw loop", kind="raw_step", raw_s=t["raw"])
         print(f"{task}: the {N} raw envs in a plain loop take {t['raw'] * 1e6:.1f} us per step")
     for peer in ("tianshou", "gymnasium"):
         if peer not in t:
             continue
-        print(row(f"{label}, vs {peer}", t["tdrl"], t[peer]).replace("tianshou", peer))
+        print(row(f"{label}, vs {peer}", t["tdrl"], t[peer], labels=("tdrl", peer)))
         if in_process:
             over = (t["tdrl"] - t["raw"], t[peer] - t["raw"])
-            print(row(f"{label} overhead, vs {peer}", *over).replace("tianshou", peer))
+            print(row(f"{label} overhead, vs {peer}", *over, labels=("tdrl", peer)))
     for env in envs.values():
         if env is not None:
             env.close()

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.timing import record
+
 RINGS = 1000
 
 
@@ -105,6 +107,8 @@ def _report(name: str, size: int, extrapolate: int, make: Callable[..., Any], st
         f"overhead {per_col / raw - 1:+6.1%}"
     )
     print(line)
+    record(name, kind="buffer", size=size, extrapolate=extrapolate, columns_bytes=cols,
+           rss_anon_bytes=gained, raw_bytes_per_transition=raw)  # fmt: skip
     if extrapolate != size:
         print(
             f"{'':<34} at {extrapolate:,d}: columns {per_col * extrapolate / 2**30:6.2f} GiB, "
@@ -149,6 +153,17 @@ def _memmap(size: int) -> None:
         print(
             f"memmap Atari buffer, {size:,d} frames, {on_disk / 2**30:.2f} GiB of files in "
             f"{folder} (filesystem: {_fs_type(folder)})"
+        )
+        record(
+            "memmap Atari buffer",
+            kind="memmap",
+            size=size,
+            file_bytes=on_disk,
+            filesystem=_fs_type(folder),
+            samples=[
+                {"frames": n, **{k: r[k] - start[k] for k in ("RssAnon", "RssFile")}}
+                for n, r in samples
+            ],
         )
         print(
             f"{'frames written':>16} {'RssAnon +MiB':>14} {'RssFile +MiB':>14} {'RssShmem MiB':>13}"

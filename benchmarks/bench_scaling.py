@@ -26,6 +26,8 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from benchmarks.timing import record
+
 STEPS = 400
 ROUNDS = 3
 WORKERS = (1, 2, 4)
@@ -111,12 +113,22 @@ def main(argv: list[str] | None = None) -> None:
     )
     local = _local_speed(policy, args.steps, args.rounds)
     print(f"{'in-process Collector (1 env)':<32} {local:9.0f} env steps/s")
+    record("in-process Collector (1 env)", kind="collect", steps_per_s=local, steps=args.steps)
     base = None
     try:
         for m in args.workers:
             speed, round_s = _ray_speed(policy, m, args.steps, args.rounds)
             base = base or (speed if m == 1 else None)
             eff = f"{speed / (m * base):6.1%}" if base else "   n/a"
+            record(
+                f"RayCollector M={m}",
+                kind="collect",
+                workers=m,
+                steps_per_s=speed,
+                efficiency=speed / (m * base) if base else None,
+                round_s=round_s,
+                steps=args.steps,
+            )
             print(
                 f"{f'RayCollector M={m}':<32} {speed:9.0f} env steps/s   "
                 f"efficiency {eff}   round of 1 step/worker {round_s * 1e3:6.1f} ms"

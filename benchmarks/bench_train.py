@@ -63,8 +63,10 @@ Unavoidable differences:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import math
+import os
 import tempfile
 import time
 import warnings
@@ -78,9 +80,13 @@ from benchmarks.tianshou_builders import (
     small_budget,
     timed,
 )
+from benchmarks.timing import record
 
-SEEDS: tuple[int, ...] = (0, 1, 2)
-"""Seeds each configuration is trained with (per side)."""
+SEEDS: tuple[int, ...] = tuple(
+    int(s) for s in os.environ.get("BENCH_TRAIN_SEEDS", "0,1,2").split(",") if s.strip()
+)
+"""Seeds each configuration is trained with (per side): ``BENCH_TRAIN_SEEDS`` (default
+``0,1,2``)."""
 
 CONFIGS: tuple[tuple[str, str], ...] = (
     ("dqn", "CartPole-v1"),
@@ -185,6 +191,16 @@ def train_both(
         print(f"{name:<28} tianshou seed {seed}  {_cell(peer[-1])}", flush=True)
     print(_phases("tdrl", ours), flush=True)
     print(_phases("tianshou", peer), flush=True)
+    record(
+        name,
+        kind="train",
+        algo=algo,
+        task=task,
+        threshold=preset(algo).threshold,
+        seeds=list(seeds),
+        tdrl=[dataclasses.asdict(r) for r in ours],
+        tianshou=[dataclasses.asdict(r) for r in peer],
+    )
     return ours, peer
 
 

@@ -15,7 +15,10 @@ the interpreter's imports) to its end -- envs, networks, random warm-up, trainin
 test after every epoch. Neither side writes checkpoints here (``tdrl bench`` writes one
 per epoch, replay buffer included, to make runs resumable; Tianshou 2.0.1 has none). The
 table gives the mean per library and the ratio tdrl / Tianshou (goal: <= 0.5). The runs'
-directories (and their learning curves) stay under ``--out``.
+directories (and their learning curves) stay under ``--out``. Each run is also appended as
+a JSON record (with the commit, UTC date, load and machine) to ``--results`` (default
+``benchmarks/results/walltime/results.jsonl``; ``-``: none), which
+``scripts/render_tables.py`` renders into the README.
 """
 
 from __future__ import annotations
@@ -29,7 +32,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.timing import lane_paused
+if not __package__:  # run as ``python benchmarks/walltime_side_by_side.py``
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.timing import (
+    RESULTS,
+    command_line,
+    lane_paused,
+    record,
+    recording,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -63,16 +75,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-steps", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--results", default=str(RESULTS / "walltime" / "results.jsonl"))
     args = parser.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="walltime-"))
     walls: dict[tuple[str, str], list[float]] = {}
-    with lane_paused():  # the long-run lane stops while anything is timed
+    results = None if args.results == "-" else Path(args.results)
+    invocation = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with (
+        lane_paused(),  # the long-run lane stops while anything is timed
+        recording(results, command=command_line(), invocation=invocation, module="walltime"),
+    ):
         for algo in args.algos.split(","):
             for r in range(args.rounds):
                 for library in ("tdrl", "tianshou"):  # alternating
                     start = time.perf_counter()
                     wall = _run(library, algo, args.task, r, args.env_steps, out / f"round{r}")
                     walls.setdefault((algo, library), []).append(wall)
+                    record(
+                        f"{algo} {library} round {r}",
+                        algo=algo,
+                        library=library,
+                        round=r,
+                        task=args.task,
+                        env_steps=args.env_steps,
+                        wall_s=wall,
+                        process_s=time.perf_counter() - start,
+                    )
                     print(
                         f"{algo} {library:<8} round {r}: {wall:7.1f} s "
                         f"(process {time.perf_counter() - start:.1f} s)",

@@ -152,12 +152,16 @@ def render_peers(path: Path | None = None) -> str:
     return markdown(load(path or PEERS_RESULTS))
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tables_bench  # noqa: E402  (scripts/tables_bench.py: the benchmark tables)
+
 RENDERERS: dict[str, Callable[[], str]] = {
     "algorithms": render_algorithms,
     "mujoco-1m": render_mujoco_1m,
     "conformance": _conformance("render_counts"),
     "tianshou-scripts": _conformance("render_default_budget"),
     "peers": render_peers,
+    **tables_bench.RENDERERS,
 }
 
 

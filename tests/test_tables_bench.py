@@ -1,0 +1,157 @@
+"""The benchmark-table renderers (``scripts/tables_bench.py``) on small fixtures."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import tables_bench as tb  # noqa: E402
+
+BASE = {
+    "command": "python -m benchmarks.__main__ batch",
+    "commit": "0123456789abcdef+dirty",
+    "machine": {"cpu": "Test CPU", "cores": 2},
+    "date": "2026-11-27T04:00:00Z",
+    "load1": 1.5,
+}
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _timing(module: str, name: str, inv: str = "A", **kw: Any) -> dict[str, Any]:
+    return {**BASE, "invocation": inv, "module": module, "name": name, "tdrl_s": 1e-5,
+            "peer_s": 2e-5, "unit": "us", "goal": None, "labels": ["tdrl", "tianshou"],
+            **kw}  # fmt: skip
+
+
+def _micro_fixture() -> list[dict[str, Any]]:
+    out = []
+    for _, picks, _ in tb.MICRO_TIMINGS:
+        for module, prefix in picks:
+            out.append(_timing(module, prefix + " (fixture)"))
+    c = {**BASE, "invocation": "A", "module": "bench_collector"}
+    out += [
+        {**c, "name": "CartPole-v1 x8 in-process, random", "kind": "steps_per_s",
+         "tdrl": 100_000.0, "peer": 25_000.0, "raw": 125_000.0},
+        {**c, "name": "tdrl / raw loop, random actions (random=True)", "kind": "share",
+         "share": 0.8, "goal": 0.75, "rounds": 15},
+        {**c, "name": "CartPole-v1 x8 in-process, MLP policy", "kind": "steps_per_s",
+         "tdrl": 60_000.0, "peer": 20_000.0, "raw": 100_000.0},
+        {**c, "name": "tdrl / raw loop, same MLP policy", "kind": "share", "share": 0.6,
+         "goal": 0.7, "rounds": 15},
+        {**c, "name": "tdrl per vector step (us), MLP policy", "kind": "split_us",
+         "parts": {"policy": 20.0, "env": 50.0}},
+    ]  # fmt: skip
+    return out
+
+
+def test_micro_renders_every_row_with_provenance(tmp_path: Path) -> None:
+    recs = _micro_fixture()
+    recs.append(_timing("bench_step", "build Batch + add, float64, best (cap 1e+04)", "0-old"))
+    text = tb.render_micro(_write(tmp_path / "m.jsonl", recs))
+    assert "| `sample(256)`, 1e4 / 1e6 | 10.0 / 10.0 µs | 20.0 / 20.0 µs | 2.00× / 2.00× |" in text
+    assert "| 80.0% | 20% | | ≥ 75% **met** |" in text
+    assert "≥ 70% **not met**" in text
+    assert "commit 0123456789+dirty; Test CPU (2 cores); 1-min load 1.5–1.5" in text
+    assert "`python -m benchmarks batch`" in text
+    assert text.count("build Batch + add") == 0  # labels, not record names, in the README
+    all_rows = tb.render_micro_all(_write(tmp_path / "m.jsonl", recs))
+    assert "0-old" not in all_rows and all_rows.count("| step |") == 3
+
+
+def test_micro_goal_from_the_spec(tmp_path: Path) -> None:
+    text = tb.render_micro(_write(tmp_path / "m.jsonl", _micro_fixture()))
+    row = next(line for line in text.splitlines() if line.startswith("| Build that"))
+    assert row.endswith("| ≥ 3× **not met** |")
+
+
+def test_missing_or_empty_results_say_what_writes_them(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"expected a results file .*python -m benchmarks"):
+        tb.render_micro(tmp_path / "none.jsonl")
+    with pytest.raises(SystemExit, match="found none"):
+        tb.render_zoo(_write(tmp_path / "empty.jsonl", []))
+    with pytest.raises(SystemExit, match=r"m.jsonl: expected a bench_step record named"):
+        tb.render_micro(_write(tmp_path / "m.jsonl", _micro_fixture()[1:]))
+    with pytest.raises(SystemExit, match="not found"):
+        tb.render_gpu_update(tmp_path)
+    with pytest.raises(SystemExit, match=r"report\.md, not found"):
+        tb.render_mujoco_short(tmp_path / "report.md")
+    with pytest.raises(SystemExit, match="log, not found"):
+        tb.render_walltime(tmp_path / "none.jsonl", tmp_path / "none.txt")
+
+
+def _run(wall: float, steps: int, reached: bool = True) -> dict[str, Any]:
+    return {"wall": wall, "train": wall, "steps": steps, "best": 200.0, "reached": reached,
+            "collect": wall / 4, "update": wall / 4, "test": 0.1, "checkpoint": 0.0}  # fmt: skip
+
+
+def test_time_to_threshold_table(tmp_path: Path) -> None:
+    rec = {**BASE, "invocation": "A", "module": "bench_train_zoo", "name": "C51", "kind": "train",
+           "algo": "c51", "task": "CartPole-v1", "threshold": 195.0, "seeds": [0, 1],
+           "tdrl": [_run(4.0, 3000), _run(6.0, 5000, False)],
+           "tianshou": [_run(10.0, 4000), _run(10.0, 4000)]}  # fmt: skip
+    text = tb.render_zoo(_write(tmp_path / "z.jsonl", [rec]))
+    assert "| C51 | CartPole-v1 | 195 | 5.0 (4,000) | 10.0 (4,000) | 0.50 | 0.50 | 1/2, 2/2 |" in (
+        text
+    )
+    assert "seeds 0, 1 (means over them)" in text
+
+
+def test_walltime_from_the_log_and_from_records(tmp_path: Path) -> None:
+    log = tmp_path / "w.txt"
+    log.write_text(
+        "# python benchmarks/walltime_side_by_side.py --algos sac\n# 2026-11-23, idle\n"
+        "sac tdrl     round 0:    80.0 s (process 90.5 s)\n"
+        "sac tianshou round 0:   200.0 s (process 172.2 s)\n"
+        "\nHopper-v5, 10000 env steps per run, 1 rounds (seeds 0..)\n"
+    )
+    text = tb.render_walltime(tmp_path / "none.jsonl", log)
+    assert "| SAC | 80.0 s (125 env steps/s) | 200.0 s (50 env steps/s) | 0.40 (2.50×) " in text
+    assert "≤ 0.5 **met**" in text and "commit not recorded" in text
+    recs = [
+        {**BASE, "invocation": "B", "module": "walltime", "name": f"ppo {lib} round 0",
+         "algo": "ppo", "library": lib, "round": 0, "task": "Hopper-v5", "env_steps": 1000,
+         "wall_s": wall, "process_s": wall}
+        for lib, wall in (("tdrl", 6.0), ("tianshou", 10.0))
+    ]  # fmt: skip
+    text = tb.render_walltime(_write(tmp_path / "w.jsonl", recs), log)
+    assert "| PPO | 6.0 s (167 env steps/s) | 10.0 s (100 env steps/s) | 0.60 (1.67×) " in text
+    assert "**not met**" in text and "commit 0123456789+dirty" in text
+
+
+def test_report_and_gpu_tables(tmp_path: Path) -> None:
+    report = tmp_path / "report.md"
+    report.write_text(
+        "# t\n\nGenerated by `tdrl report` on 2026-11-23 23:14 from 2 runs.\n\n"
+        "| library | algorithm | task | x |\n|---|---|---|---|\n| tdrl | sac | Hopper-v5 | 1 |\n"
+        "\n## Side by side\n\n| algorithm | task | tdrl | peer | peer return | difference "
+        "| within spread |\n|---|---|---|---|---|---|---|\n| sac | Hopper-v5 | 1 | tianshou "
+        "| 2 | -1 | yes |\n"
+    )
+    assert "| sac | Hopper-v5 | 1 | tianshou | 2 | -1 | yes |" in tb.render_mujoco_short(report)
+    assert "2026-11-23 23:14" in tb.render_mujoco_short(report)
+    assert tb.render_mujoco_short_libraries(report).endswith("| tdrl | sac | Hopper-v5 | 1 |\n")
+    (tmp_path / "update.csv").write_text(
+        "mode,device,updates,seconds,updates_per_s,compile_s\neager,cpu,3,3,100.4,0\n"
+        "eager,cuda,3,3,150.6,0\n"
+    )
+    (tmp_path / "env.json").write_text('{"date": "2026-11-26", "commit": "abc", "gpu": "G"}')
+    text = tb.render_gpu_update(tmp_path)
+    assert "| CPU eager | GPU eager |" in text and "| G machine (?-core host) | 100 | 151 |" in text
+    assert "commit abc" in text
+
+
+def test_render_tables_registers_every_renderer() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import render_tables
+
+    assert set(tb.RENDERERS) <= set(render_tables.RENDERERS)
