@@ -40,6 +40,7 @@ RESULTS_FILES: dict[str, Path] = {
     "bench_train_zoo": RESULTS / "zoo" / "results.jsonl",
     "bench_scaling": RESULTS / "scaling" / "results.jsonl",
     "bench_memory": RESULTS / "scaling" / "results.jsonl",
+    "bench_roofline": RESULTS / "roofline" / "results.jsonl",
 }
 """Each recording module's default results file (the others record nothing)."""
 

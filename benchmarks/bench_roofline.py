@@ -15,8 +15,9 @@ everything but its matmuls were free. Printed per row:
 
 Small classic-control networks are overhead-bound (``x floor`` far above 1: Python,
 TensorDict and autograd bookkeeping); SAC on Hopper's 256x256 networks at batch 256 is
-close to its floor. With ``--threads 1 2`` the large row is also timed with 2 intra-op
-threads (the measurement behind ``tdrl.utils.threads``' rule; docs/scaling.md).
+close to its floor. The large row is also timed with 2 intra-op threads (``--threads``;
+default ``1 2`` on a machine with two cores or more): the measurement behind
+``tdrl.utils.threads``' rule (docs/scaling.md).
 
     python -m benchmarks roofline
     python -m benchmarks.bench_roofline --rows sac-hopper --threads 1 2
@@ -25,6 +26,7 @@ threads (the measurement behind ``tdrl.utils.threads``' rule; docs/scaling.md).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from typing import Any
@@ -32,6 +34,8 @@ from typing import Any
 import gymnasium as gym
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from benchmarks.timing import record
 
 ROWS: dict[str, tuple[str, str]] = {
     "dqn": ("dqn", "CartPole-v1"),
@@ -137,10 +141,14 @@ def measure(row: str, rounds: int = 15) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Print the roofline table (one torch thread unless ``--threads`` says otherwise)."""
+    """Print the roofline table (one torch thread; the large row also with each count of
+    ``--threads``);
+    ``python -m benchmarks roofline`` also records each row
+    (``benchmarks/results/roofline/results.jsonl``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
-    parser.add_argument("--threads", nargs="*", type=int, default=[1])
+    two = [1, 2] if (os.cpu_count() or 1) >= 2 else [1]
+    parser.add_argument("--threads", nargs="*", type=int, default=two)
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args(argv or [])
     print(f"{'row':12s} {'thr':>3s} {'update ms':>10s} {'mm GFLOP':>9s} {'achieved':>9s} "
@@ -151,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
             for threads in args.threads if row == "sac-hopper" else args.threads[:1]:
                 torch.set_num_threads(threads)
                 m = measure(row, args.rounds)
+                record("roofline", row=row, threads=threads, rounds=args.rounds, **m)
                 print(
                     f"{row:12s} {threads:3d} {m['update_ms']:10.2f} {m['gflop']:9.4f} "
                     f"{m['achieved']:9.2f} {m['bare']:8.2f} {m['x_floor']:8.2f}",

@@ -118,10 +118,12 @@ def render_mujoco_1m() -> str:
     from tdrl.benchmark.report import load_runs
 
     runs = load_runs([ROOT / "benchmarks" / "results" / "mujoco-1m"])
-    table = [line for line in published_table(runs) if line.startswith("|")]
+    lines = published_table(runs)
+    table = [line for line in lines if line.startswith("|")]
     if not table:
         return "(no 1M-step run has finished an epoch yet)\n"
-    return "\n".join(table) + "\n"
+    notes = [line for line in lines if line.startswith("* ")]
+    return "\n".join(table) + "\n" + "".join(f"\n{n}" for n in notes) + ("\n" if notes else "")
 
 
 def _conformance(name: str) -> Callable[[], str]:

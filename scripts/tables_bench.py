@@ -14,7 +14,8 @@ of the files under ``benchmarks/results/``:
   ``benchmarks/results/mujoco-2026-11-23-short/`` (its ``report.md``);
 * ``gpu-update`` / ``gpu-e2e``: ``bash benchmarks/gpu_check.sh`` ->
   ``benchmarks/results/gpu-2026-11-26/`` (``update.csv``, ``e2e.csv``, ``env.json``);
-* ``recipes-classic``: the seed sweep ``sweeps/results.jsonl`` for docs/recipes.md.
+* ``recipes-classic``: the seed sweep ``sweeps/results.jsonl`` for docs/recipes.md;
+* ``roofline``: ``python -m benchmarks roofline`` -> ``benchmarks/results/roofline/results.jsonl``.
 
 A table takes, per benchmark module, the records of the newest invocation that ran it
 (records of one ``python -m benchmarks`` command share its ``invocation``), and says under
@@ -40,6 +41,7 @@ WALLTIME = RESULTS / "walltime" / "results.jsonl"
 WALLTIME_TXT = RESULTS / "walltime-hopper-2026-11-23.txt"
 MUJOCO_SHORT = RESULTS / "mujoco-2026-11-23-short" / "report.md"
 GPU = RESULTS / "gpu-2026-11-26"
+ROOFLINE = RESULTS / "roofline" / "results.jsonl"
 
 Record = dict[str, Any]
 
@@ -497,6 +499,31 @@ def render_recipes_classic(path: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------- roofline
+
+
+def render_roofline(path: Path | None = None) -> str:
+    """Each family's update against the bare matrix products it makes (its FLOP floor),
+    and the large SAC update with 1 and 2 intra-op threads."""
+    records = newest(load_jsonl(path or ROOFLINE, "python -m benchmarks roofline"))
+    lines = [
+        "| update (preset) | threads | update ms | matmul GFLOP | achieved GFLOP/s "
+        "| bare matmuls GFLOP/s | × floor |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        lines.append(
+            f"| {r['row']} | {r['threads']} | {r['update_ms']:.2f} | {r['gflop']:.4f} "
+            f"| {r['achieved']:.1f} | {r['bare']:.1f} | {r['x_floor']:.1f} |"
+        )
+    by_threads = {r["threads"]: r for r in records if r["row"] == "sac-hopper"}
+    extra = ""
+    if 1 in by_threads and 2 in by_threads:
+        gain = by_threads[1]["update_ms"] / by_threads[2]["update_ms"]
+        extra = f", sac-hopper with 2 threads: {gain:.2f}× the 1-thread update rate"
+    return "\n".join(lines) + "\n\n" + provenance(records, extra)
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
     "micro": render_micro,
     "micro-all": render_micro_all,
@@ -508,5 +535,6 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "gpu-update": render_gpu_update,
     "gpu-e2e": render_gpu_e2e,
     "recipes-classic": render_recipes_classic,
+    "roofline": render_roofline,
 }
 """The renderers this module adds to ``scripts/render_tables.py``."""

@@ -155,3 +155,20 @@ def test_render_tables_registers_every_renderer() -> None:
     import render_tables
 
     assert set(tb.RENDERERS) <= set(render_tables.RENDERERS)
+
+
+def test_roofline_renders_rows_and_the_thread_gain(tmp_path: Path) -> None:
+    row = {**BASE, "invocation": "A", "module": "bench_roofline", "name": "roofline",
+           "gflop": 0.64, "achieved": 70.0, "bare": 77.0, "x_floor": 1.1, "rounds": 15}  # fmt: skip
+    recs = [
+        {**row, "row": "dqn", "threads": 1, "update_ms": 0.8, "x_floor": 5.6},
+        {**row, "row": "sac-hopper", "threads": 1, "update_ms": 8.4},
+        {**row, "row": "sac-hopper", "threads": 2, "update_ms": 5.6},
+        {**row, "invocation": "0-old", "row": "dqn", "threads": 1, "update_ms": 9.9},
+    ]
+    text = tb.render_roofline(_write(tmp_path / "r.jsonl", recs))
+    assert "| dqn | 1 | 0.80 | 0.6400 | 70.0 | 77.0 | 5.6 |" in text
+    assert "9.90" not in text  # the newest invocation only
+    assert "sac-hopper with 2 threads: 1.50× the 1-thread update rate" in text
+    with pytest.raises(SystemExit, match="python -m benchmarks roofline"):
+        tb.render_roofline(tmp_path / "missing.jsonl")

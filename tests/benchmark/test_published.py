@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from tdrl.benchmark.published import agreement, best_test_mean, published_table
+from tdrl.benchmark.published import (
+    ENV_CHANGES,
+    agreement,
+    best_test_mean,
+    published_table,
+)
 from tdrl.benchmark.report import RunLog
 
 
-def _run(seed: int, best: float, env_step: int = 1_000_000, budget: int = 1_000_000) -> RunLog:
+def _run(
+    seed: int,
+    best: float,
+    env_step: int = 1_000_000,
+    budget: int = 1_000_000,
+    task: str = "Hopper-v5",
+) -> RunLog:
     steps = np.array([0.0, 500_000.0, float(env_step)])
     returns = np.array([5000.0, best, best - 100])  # the untrained test scores highest
-    return RunLog("tdrl", "ppo", "Hopper-v5", seed, steps, returns, True, env_step, 1.0, budget)
+    return RunLog("tdrl", "ppo", task, seed, steps, returns, True, env_step, 1.0, budget)
 
 
 def test_the_metric_is_the_best_test_after_training_began() -> None:
@@ -33,3 +44,16 @@ def test_the_table_names_env_versions_seeds_and_runs_in_progress() -> None:
     partial = published_table([_run(0, 2500.0, env_step=400_000)])
     assert partial[-1].endswith("| 400,000 | 2609 ± 701 | in progress |")
     assert published_table([_run(0, 2500.0, budget=100_000)]) == []  # a short sweep
+
+
+def test_a_disagreeing_v5_row_names_what_the_task_changed_since_v3() -> None:
+    walker = [_run(s, 5000.0, task="Walker2d-v5") for s in range(3)]  # above 3589 ± 757
+    lines = published_table([*walker, _run(0, 3600.0, task="Walker2d-v4")])
+    assert "| ppo | Walker2d-v5 | 5000 ± 0 | 3 (3) | 1,000,000 | 3589 ± 757 | no |" in lines
+    assert (
+        "| ppo | Walker2d-v4 | 3600 ± 0 | 1 (1) | 1,000,000 | 3589 ± 757 | yes (one seed) |"
+        in lines
+    )
+    assert lines[-1] == f"* {ENV_CHANGES['Walker2d']}."
+    agreeing = published_table([_run(s, 2600.0) for s in range(3)])
+    assert not any(line.startswith("* ") for line in agreeing)  # nothing to explain
