@@ -195,6 +195,12 @@ def _collector_rows(records: Sequence[Record]) -> list[str]:
             f"| ↳ share of a raw gymnasium loop ({s['raw']:,.0f} steps/s) | {share['share']:.1%} "
             f"| {s['peer'] / s['raw']:.0%} | | {_goal([share['share']], share['goal'], True)} |"
         )
+        if what == "random actions":  # tdrl driven by a policy function that costs nothing
+            cheap = one("tdrl / raw loop, cheap policy")
+            out.append(
+                f"| ↳ share with a cheap policy function (random torch actions) "
+                f"| {cheap['share']:.1%} | | | {_goal([cheap['share']], cheap['goal'], True)} |"
+            )
     split = one("tdrl per vector step")["parts"]
     out.append(
         f"| ↳ tdrl per vector step (MLP policy): {' / '.join(split)} "

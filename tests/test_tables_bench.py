@@ -44,6 +44,8 @@ def _micro_fixture() -> list[dict[str, Any]]:
          "tdrl": 100_000.0, "peer": 25_000.0, "raw": 125_000.0},
         {**c, "name": "tdrl / raw loop, random actions (random=True)", "kind": "share",
          "share": 0.8, "goal": 0.75, "rounds": 15},
+        {**c, "name": "tdrl / raw loop, cheap policy fn (random torch actions)",
+         "kind": "share", "share": 0.65, "goal": 0.7, "rounds": 15},
         {**c, "name": "CartPole-v1 x8 in-process, MLP policy", "kind": "steps_per_s",
          "tdrl": 60_000.0, "peer": 20_000.0, "raw": 100_000.0},
         {**c, "name": "tdrl / raw loop, same MLP policy", "kind": "share", "share": 0.6,
@@ -61,6 +63,7 @@ def test_micro_renders_every_row_with_provenance(tmp_path: Path) -> None:
     assert "| `sample(256)`, 1e4 / 1e6 | 10.0 / 10.0 µs | 20.0 / 20.0 µs | 2.00× / 2.00× |" in text
     assert "| 80.0% | 20% | | ≥ 75% **met** |" in text
     assert "≥ 70% **not met**" in text
+    assert "| ↳ share with a cheap policy function (random torch actions) | 65.0% |" in text
     assert "commit 0123456789+dirty; Test CPU (2 cores); 1-min load 1.5–1.5" in text
     assert "`python -m benchmarks batch`" in text
     assert text.count("build Batch + add") == 0  # labels, not record names, in the README
