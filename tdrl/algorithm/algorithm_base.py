@@ -36,7 +36,7 @@ from tdrl.algorithm.target import FastHardUpdate, FastSoftUpdate, make_target_mo
 from tdrl.algorithm.update_stats import UpdateStats
 from tdrl.data.batch import Batch
 
-__all__ = ["Algorithm", "to_device"]
+__all__ = ["Algorithm", "read_obs_next", "to_device"]
 
 
 def _accept_aliases(init: Callable[..., None], renames: dict[str, str]) -> Callable[..., None]:
@@ -82,6 +82,28 @@ def to_device(x: Any, device: torch.device) -> Any:
     if device.type == "cuda" and all(t.device.type == "cpu" for t in leaves):
         return x.pin_memory().to(device, non_blocking=True)
     return x.to(device)
+
+
+def read_obs_next(buffer: Any, indices: np.ndarray) -> Any:
+    """``buffer[indices]["obs_next"]``, reading that one column where the buffer's rows are
+    plain columns (a tdrl buffer whose gather is one ``take`` per column: no frame stacks,
+    no ``obs_next`` read through ``next()``): a tenth of the time of gathering every column.
+
+    >>> from tdrl.data.buffer import ReplayBuffer
+    >>> buf = ReplayBuffer(4)
+    >>> for i in range(3):
+    ...     _ = buf.add(Batch(obs=np.full(2, i), act=0, rew=1.0, terminated=False,
+    ...                       truncated=False, obs_next=np.full(2, i + 1)))
+    >>> read_obs_next(buf, np.array([2, 0]))[:, 0].tolist()
+    [3, 1]
+    """
+    plain = getattr(buffer, "_fast_plan_for_gather", None)
+    if plain is not None and plain() is not None:
+        try:
+            return buffer.get(indices, "obs_next")
+        except KeyError:  # no such column (e.g. an empty group): the general path says
+            pass
+    return buffer[indices]["obs_next"]
 
 
 class Algorithm(LossKeys, LossModule):
@@ -318,6 +340,7 @@ class Algorithm(LossKeys, LossModule):
         """``.to()``/``.double()``/...: then re-point target modules and updaters at the
         moved target tensors (casting replaces them)."""
         out = super()._apply(fn, *args, **kwargs)
+        self.__dict__.pop("_first_param", None)
         for name, module in self.__dict__.get("_targets", {}).items():
             self._modules[f"target_{name}_params"].to_module(module)  # type: ignore[union-attr]
         for upd in self.__dict__.get("_updaters", []):
@@ -378,7 +401,7 @@ class Algorithm(LossKeys, LossModule):
         cur = self.__dict__.get("_cur")
         if cur is not None and np.array_equal(cur[1], indices):
             return cur[0]["obs_next"]
-        return self._on_device(buffer[indices]["obs_next"])
+        return self._on_device(read_obs_next(buffer, indices))
 
     def preprocess(self, batch: Batch, buffer: Any, indices: np.ndarray) -> Batch:
         """Add algorithm-specific keys (returns, advantages...) to a sampled batch."""
@@ -456,8 +479,15 @@ class Algorithm(LossKeys, LossModule):
     def _on_device(self, batch: Any) -> Any:
         """Move a sampled batch (or one tensor of it) to the device of the algorithm's
         parameters (:func:`to_device`); on a CPU algorithm it is used as is."""
-        param = next(self.parameters(), None)
-        if param is None or param.device.type == "cpu":
+        param = self.__dict__.get("_first_param")
+        if param is None:
+            # cached: ``LossModule.parameters()`` walks every submodule (and this runs a
+            # few times per update); ``_apply`` (``.to()``, casts) drops the cache
+            param = next(self.parameters(), None)
+            if param is None:
+                return batch
+            self.__dict__["_first_param"] = param
+        if param.device.type == "cpu":
             return batch
         return to_device(batch, param.device)
 

@@ -27,7 +27,12 @@ import torch
 
 from tdrl.algorithm.checks import require_unit
 
-__all__ = ["compute_episodic_return", "compute_nstep_return", "discounted_segment_sum"]
+__all__ = [
+    "compute_episodic_return",
+    "compute_nstep_return",
+    "discounted_segment_sum",
+    "nstep_reward_discount",
+]
 
 ArrayLike = np.ndarray | torch.Tensor
 
@@ -409,10 +414,9 @@ def compute_nstep_return(
             f"target_q_fn: expected a leading dimension of {n_idx} (one row per index), "
             f"got shape {tuple(target_q.shape)}"
         )
-    ret, steps = _nstep_rewards(buffer, stacked, gamma)
+    ret, disc = _nstep_reward_discount(buffer, stacked, gamma)
     # the buffer's part (numpy, float64) meets the target Q where it lives: on a GPU the
     # two small arrays go to the device instead of Q to the host, so no sync happens here
-    disc = (gamma**steps) * ~_np(buffer.terminated)[last].astype(bool, copy=False)
     tq = target_q.detach().reshape(n_idx, math.prod(target_q.shape[1:])).to(torch.float64)
     dev = tq.device
     out = tq * _to_device(disc, dev)[:, None] + _to_device(ret, dev)[:, None]
@@ -420,6 +424,41 @@ def compute_nstep_return(
     if "weight" in batch:
         batch["weight"] = torch.as_tensor(batch["weight"]).to(device=dev, dtype=target_q.dtype)
     return batch
+
+
+def nstep_reward_discount(
+    buffer: Any, indices: ArrayLike, gamma: float, n_step: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The buffer's part of :func:`compute_nstep_return`, without a bootstrap value:
+    ``(R, d, last)``, the discounted reward sums ``R [I]`` and bootstrap discounts
+    ``d = gamma^k (1 - term) [I]`` (both float64; ``G = R + d Q(s_last')``) and the rows
+    ``last [I]`` whose ``obs_next`` the chains bootstrap from.
+
+    >>> class Buf:  # steps 0, 1, 2 of one episode that terminates at step 2
+    ...     rew = np.array([1.0, 1.0, 1.0]); done = np.array([False, False, True])
+    ...     terminated = done
+    ...     def next(self, i): return np.minimum(i + 1, 2)
+    ...     def unfinished_index(self): return np.array([], dtype=np.int64)
+    >>> r, d, last = nstep_reward_discount(Buf(), np.array([0, 1, 2]), 0.5, n_step=2)
+    >>> r.tolist(), d.tolist(), last.tolist()
+    ([1.5, 1.5, 1.0], [0.25, 0.0, 0.0], [1, 2, 2])
+    """
+    if not isinstance(n_step, int) or n_step < 1:
+        raise ValueError(f"n_step: expected an int >= 1, got {n_step!r}")
+    require_unit(gamma=gamma)
+    idx = _np(indices).astype(np.int64, copy=False).reshape(-1)
+    stacked = _nstep_rows(buffer, idx, n_step)
+    ret, disc = _nstep_reward_discount(buffer, stacked, gamma)
+    return ret, disc, stacked[-1]
+
+
+def _nstep_reward_discount(
+    buffer: Any, stacked: np.ndarray, gamma: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, d)`` of :func:`nstep_reward_discount` along the rows ``stacked [n_step, I]``."""
+    ret, steps = _nstep_rewards(buffer, stacked, gamma)
+    disc = (gamma**steps) * ~_np(buffer.terminated)[stacked[-1]].astype(bool, copy=False)
+    return ret, disc
 
 
 def _nstep_rows(buffer: Any, idx: np.ndarray, n_step: int) -> np.ndarray:

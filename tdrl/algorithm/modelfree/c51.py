@@ -38,6 +38,7 @@ from tensordict import TensorDictBase
 from torch import nn
 from typing_extensions import Unpack
 
+from tdrl.algorithm.algorithm_base import read_obs_next
 from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.distributional import (
     bootstrap_atoms,
@@ -48,7 +49,7 @@ from tdrl.algorithm.distributional import (
 )
 from tdrl.algorithm.loss_keys import weighted_mean
 from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, QLearningPolicyParams
-from tdrl.algorithm.returns import compute_nstep_return
+from tdrl.algorithm.returns import nstep_reward_discount
 from tdrl.data.batch import Batch
 
 __all__ = [
@@ -61,8 +62,6 @@ __all__ = [
 ]
 
 _CE_EPS = 1e-8  # inside the log of the cross-entropy, as in Tianshou
-# the constant bootstraps 0 and 1: their n-step returns are R and R + d (float64, exact)
-_ZERO_ONE = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
 
 
 class C51Policy(QLearningPolicy):
@@ -162,23 +161,17 @@ class C51(QLearningAlgorithm):
         observation ``s_{t+n}`` to bootstrap from (``bootstrap_obs``, where a chain ends
         past ``obs_next``).
 
-        ``R`` and ``d`` are the n-step returns of the constant bootstrap values 0 and 1, so
-        they follow the buffer's episode rules exactly.
+        ``R`` and ``d`` are the buffer's part of the n-step return
+        (:func:`~tdrl.algorithm.returns.nstep_reward_discount`), so they follow the buffer's
+        episode rules exactly.
         """
         idx = np.asarray(indices)
-        chain: dict[str, np.ndarray] = {}
-
-        def bootstrap(buf: Any, last: np.ndarray) -> torch.Tensor:
-            chain["last"] = last
-            return _ZERO_ONE.expand(len(last), 2)
-
-        r_d = compute_nstep_return({}, buffer, idx, bootstrap, self.gamma, self.n_step)["returns"]
-        r_d = self._on_device(r_d)  # computed on the host: no network in it
-        dtype = self.policy.support.dtype
-        batch.set("target_reward", r_d[:, 0].to(dtype))
-        batch.set("target_discount", (r_d[:, 1] - r_d[:, 0]).to(dtype))
-        if not np.array_equal(chain["last"], idx):  # always equal with 1-step returns
-            batch.set("bootstrap_obs", self._on_device(buffer[chain["last"]]["obs_next"]))
+        ret, disc, last = nstep_reward_discount(buffer, idx, self.gamma, self.n_step)
+        dtype = self.policy.support.dtype  # computed on the host: no network in it
+        batch.set("target_reward", self._on_device(torch.from_numpy(ret).to(dtype)))
+        batch.set("target_discount", self._on_device(torch.from_numpy(disc).to(dtype)))
+        if not np.array_equal(last, idx):  # always equal with 1-step returns
+            batch.set("bootstrap_obs", self._on_device(read_obs_next(buffer, last)))
         return batch
 
     def prepare(self, td: TensorDictBase) -> TensorDictBase:

@@ -38,8 +38,7 @@ from typing_extensions import Unpack
 from tdrl.algorithm.checks import require_instance
 from tdrl.algorithm.distributional import (
     QuantileQLearningAlgorithm,
-    quantile_huber_loss,
-    quantile_priority,
+    quantile_huber_loss_and_priority,
     take_action,
 )
 from tdrl.algorithm.loss_keys import weighted_mean
@@ -235,8 +234,8 @@ class FQF(QuantileQLearningAlgorithm):
         act = self.act_of(td)
         z_hat = take_action(out.quantiles, act)
         target = self._target_quantiles(td, z_hat)
-        per = quantile_huber_loss(z_hat, target, out.fractions.tau_hats)
-        td.set("td_error", quantile_priority(z_hat, target))
+        per, priority = quantile_huber_loss_and_priority(z_hat, target, out.fractions.tau_hats)
+        td.set("td_error", priority)
         model: Any = self.policy.model
         with torch.no_grad():
             z_tau = take_action(model.quantiles(out.features, out.fractions.taus[:, 1:-1]), act)

@@ -37,8 +37,7 @@ from typing_extensions import Unpack
 from tdrl.algorithm.checks import require_at_least
 from tdrl.algorithm.distributional import (
     QuantileQLearningAlgorithm,
-    quantile_huber_loss,
-    quantile_priority,
+    quantile_huber_loss_and_priority,
     take_action,
 )
 from tdrl.algorithm.loss_keys import weighted_mean
@@ -178,7 +177,7 @@ class IQN(QuantileQLearningAlgorithm):
         z, taus, _ = p.quantiles(self.obs_of(td), p.online_sample_size)
         z_a = take_action(z, self.act_of(td))
         target = self._target_quantiles(td, z_a)
-        per = quantile_huber_loss(z_a, target, taus)
-        td.set("td_error", quantile_priority(z_a, target))
+        per, priority = quantile_huber_loss_and_priority(z_a, target, taus)
+        td.set("td_error", priority)
         weight = self.weights(td)
         return {"loss_qvalue": weighted_mean(per, weight)}

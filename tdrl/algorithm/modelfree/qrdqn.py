@@ -32,9 +32,8 @@ from tdrl.algorithm.checks import require_at_least, require_instance
 from tdrl.algorithm.distributional import (
     bootstrap_atoms,
     make_td0_estimator,
-    quantile_huber_loss,
+    quantile_huber_loss_and_priority,
     quantile_midpoints,
-    quantile_priority,
     taken_atoms,
 )
 from tdrl.algorithm.loss_keys import weighted_mean
@@ -161,6 +160,6 @@ class QRDQN(QLearningAlgorithm):
                 f"returns: expected the target quantiles [B, {self.num_quantiles}] "
                 f"(shape {tuple(pred.shape)}), got shape {tuple(target.shape)}"
             )
-        per = quantile_huber_loss(pred, target, self.taus)
-        td.set("td_error", quantile_priority(pred, target))
+        per, priority = quantile_huber_loss_and_priority(pred, target, self.taus)
+        td.set("td_error", priority)
         return weighted_mean(per, self.weights(td), cast=True)
