@@ -114,6 +114,39 @@ _TD_UPDATE_OPTIONS = frozenset(
 )
 
 
+_EXPLICIT: dict[Any, torch.Size] = {}
+"""Explicit batch sizes as ``torch.Size``, by ``int`` or shape tuple (see
+:func:`_explicit_size`)."""
+
+
+def _explicit_size(batch_size: Any) -> torch.Size | None:
+    """``torch.Size`` of an explicit ``batch_size`` given as an ``int``, a list or tuple of
+    ``int`` or a ``torch.Size``, built once per value; ``None`` for anything else (the
+    general path converts or rejects it).
+
+    >>> _explicit_size(3), _explicit_size([2, 4]), _explicit_size(torch.Size([1]))
+    (torch.Size([3]), torch.Size([2, 4]), torch.Size([1]))
+    >>> _explicit_size([2.0]) is None, _explicit_size(True) is None
+    (True, True)
+    """
+    btype = type(batch_size)
+    if btype is int:
+        key: Any = batch_size
+    elif btype is list or btype is tuple or btype is torch.Size:
+        key = tuple(batch_size)
+        for dim in key:
+            if type(dim) is not int:
+                return None
+    else:
+        return None
+    size = _EXPLICIT.get(key)
+    if size is None:
+        size = torch.Size([key] if btype is int else key)
+        if len(_EXPLICIT) < 256:
+            _EXPLICIT[key] = size
+    return size
+
+
 class _HybridEmpty:
     """``Batch.empty(batch, index=None)`` (Tianshou) on the class, TensorDict's on instances."""
 
@@ -188,6 +221,33 @@ class Batch(BatchCompatMixin, TensorDict):
         lock: bool = False,
         **kwargs: Any,
     ) -> None:
+        if (
+            type(batch_dict) is dict
+            and batch_size is not None
+            and not kwargs
+            and not copy
+            and device is None
+            and names is None
+            and not lock
+        ):
+            # the policy-output case ``Batch({"act": tensor}, batch_size=[n])``: plain
+            # tensors that fit the explicit size are stored as they are (what the general
+            # path below does with them); anything else takes the general path
+            bs = _explicit_size(batch_size)
+            if bs is not None:
+                nb = len(bs)
+                for key, value in batch_dict.items():
+                    if type(value) is not _Tensor or type(key) is not str:
+                        break
+                    if value.shape[:nb] != bs:
+                        break
+                else:
+                    attrs = self.__dict__
+                    attrs["_tensordict"] = dict(batch_dict)
+                    attrs["_batch_size"] = bs
+                    attrs["_device"] = None
+                    attrs["_td_dim_names"] = None
+                    return
         if batch_dict is not None and kwargs:
             if not isinstance(batch_dict, Mapping):
                 raise ValueError("Batch: keyword entries go with a mapping, not a sequence.")

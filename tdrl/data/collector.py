@@ -269,7 +269,11 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
             new = stack_infos(info, env_ids)
             for k in list(self._info):
                 if k in new:
-                    tree_assign(self._info[k], env_ids, new[k])
+                    target = self._info[k]
+                    if type(target) is _ndarray:  # ``tree_assign`` of a plain array
+                        target[env_ids] = new[k]
+                    else:
+                        tree_assign(target, env_ids, new[k])
         if self._state is not None:
             self._state = _zero_rows(self._state, env_ids)
 
@@ -467,6 +471,14 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         env_step, store, map_action = self.env.step, self._store, self._map_action
         random_action, policy_action = self._random_action, self._policy_action
         logical_or = np.logical_or
+        cls = type(self)
+        # without an action map (and ``_map_action`` not overridden) the action goes to the
+        # envs as it is: what ``_map_action`` would return
+        no_map = self._policy_hooks[0] is None and cls._map_action is Collector._map_action
+        # ``_store`` inlined below unless a subclass overrides it
+        inline_store = cls._store is Collector._store
+        plain_write_back = cls._write_back is Collector._write_back
+        check_finite = self.check_finite
         n = len(env_ids)
         no_done = bytes(n)  # ``done.tobytes()`` of a step where no env finished
         while True:
@@ -475,12 +487,39 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
             else:
                 act, stored = policy_action(obs, info, env_ids, all_envs)
             obs_next, rew, terminated, truncated, step_info = env_step(
-                map_action(act), None if all_envs else env_ids
+                act if no_map else map_action(act), None if all_envs else env_ids
             )
-            info_next = stack_infos(step_info, env_ids)
-            ep_rew, ep_len = store(
-                env_ids, (obs, act, rew, terminated, truncated, obs_next), info_next, stored
-            )
+            # ``stack_infos(step_info, env_ids)`` for the common info of nothing but the
+            # vector env's ``env_id`` (which it takes from ``env_ids``)
+            first = step_info[0] if len(step_info) == n and n else None
+            if type(first) is dict and len(first) == 1 and "env_id" in first:
+                info_next = {"env_id": env_ids}
+            else:
+                info_next = stack_infos(step_info, env_ids)
+            if inline_store:  # ``_store``, without the call
+                if check_finite and not _step_finite(rew, obs_next):
+                    self._check_finite(env_ids, rew, obs_next, "step()")
+                data: dict[str, Any] = {
+                    "obs": obs,
+                    "act": act,
+                    "rew": rew,
+                    "terminated": terminated,
+                    "truncated": truncated,
+                    "obs_next": obs_next,
+                }
+                if info_next:
+                    data["info"] = info_next
+                if stored is not None:
+                    data["policy"] = stored
+                if self._on_step_hook is not None:
+                    data = self._hook_step(data)
+                ptr, ep_rew, ep_len, ep_idx = self.buffer.add(data, buffer_ids=env_ids)
+                if self._on_episode_done_hook is not None:
+                    self._hook_episodes(ptr, ep_len, ep_idx)
+            else:
+                ep_rew, ep_len = store(
+                    env_ids, (obs, act, rew, terminated, truncated, obs_next), info_next, stored
+                )
             if render:
                 self.env.render()
                 time.sleep(render)
@@ -492,13 +531,17 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
                 if (n_step and step_count >= n_step) or (n_episode and episode_count >= n_episode):
                     break
                 continue
-            done_local = np.flatnonzero(done)
+            # ``np.flatnonzero`` without its Python wrapper for the usual 1-d flags
+            done_local = done.nonzero()[0] if done.ndim == 1 else np.flatnonzero(done)
             if len(done_local):
                 done_ids = env_ids[done_local]
                 returns.extend(np.asarray(ep_rew)[done_local].tolist())
                 lens.extend(np.asarray(ep_len)[done_local].tolist())
                 episode_count += len(done_local)
-                self._write_back(env_ids, all_envs, obs, info)
+                if all_envs and plain_write_back:  # ``_write_back`` of every env
+                    self._obs, self._info = obs, info
+                else:
+                    self._write_back(env_ids, all_envs, obs, info)
                 self._reset_envs(done_ids, reset_kwargs)
                 obs = self._obs if all_envs else tree_index(self._obs, env_ids)
                 info = self._info if all_envs else tree_index(self._info, env_ids)
