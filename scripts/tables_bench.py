@@ -15,7 +15,9 @@ of the files under ``benchmarks/results/``:
 * ``gpu-update`` / ``gpu-e2e``: ``bash benchmarks/gpu_check.sh`` ->
   ``benchmarks/results/gpu-2026-11-26/`` (``update.csv``, ``e2e.csv``, ``env.json``);
 * ``recipes-classic``: the seed sweep ``sweeps/results.jsonl`` for docs/recipes.md;
-* ``roofline``: ``python -m benchmarks roofline`` -> ``benchmarks/results/roofline/results.jsonl``.
+* ``roofline``: ``python -m benchmarks roofline`` -> ``benchmarks/results/roofline/results.jsonl``;
+* ``first-contact``: ``benchmarks/first_contact.py`` (a fresh clone's nox log, the README's
+  first training command timed) -> ``benchmarks/results/first-contact/results.jsonl``.
 
 A table takes, per benchmark module, the records of the newest invocation that ran it
 (records of one ``python -m benchmarks`` command share its ``invocation``), and says under
@@ -42,6 +44,7 @@ WALLTIME_TXT = RESULTS / "walltime-hopper-2026-11-23.txt"
 MUJOCO_SHORT = RESULTS / "mujoco-2026-11-23-short" / "report.md"
 GPU = RESULTS / "gpu-2026-11-26"
 ROOFLINE = RESULTS / "roofline" / "results.jsonl"
+FIRST_CONTACT = RESULTS / "first-contact" / "results.jsonl"
 
 Record = dict[str, Any]
 
@@ -530,6 +533,50 @@ def render_roofline(path: Path | None = None) -> str:
     return "\n".join(lines) + "\n\n" + provenance(records, extra)
 
 
+# ---------------------------------------------------------------- first contact
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def render_first_contact(path: Path | None = None) -> str:
+    """The README's cost paragraph: the newest fresh-clone nox run and the newest timing of
+    the first training command (``benchmarks/first_contact.py``)."""
+    how = "python benchmarks/first_contact.py"
+    records = load_jsonl(path or FIRST_CONTACT, how)
+    runs = [r for r in records if r["name"] == "nox_run"]
+    trains = [r for r in records if r["name"] == "readme_train"]
+    if not runs or not trains:
+        raise SystemExit(f"{_rel(path or FIRST_CONTACT)}: expected a nox_run and a readme_train "
+                         f"record (written by `{how} log` / `{how} train`)")  # fmt: skip
+    run, train = runs[-1], trains[-1]
+    sessions, env = run["sessions"], run.get("env_mb", {})
+    secs = sorted(train["seconds"])
+    parts = [
+        f"What it costs, measured on a fresh clone ({run['date'][:10]}, commit "
+        f"`{run['clone_commit'][:7]}`, {run['machine']['cores']} cores, 1-min load "
+        f"{run['load1']:.1f} when recorded, other jobs sharing the machine): the `tests` "
+        f"session took {_minutes(sessions['tests'])} as nox reports it, building its "
+        f"environment included ({run['tests_passed']:,} tests passed, {run['tests_skipped']} "
+        f"skipped, in {_minutes(run['pytest_s'])} of pytest on 2 workers); `lint` "
+        f"{_minutes(sessions['lint'])}, `typecheck` {_minutes(sessions['typecheck'])}.",
+    ]
+    if "tests" in env:
+        lint = f", `lint` installs ruff alone ({env['lint']:,} MB)" if "lint" in env else ""
+        parts.append(
+            f"One environment of torch and the project (`.nox/tests`, {env['tests'] / 1024:.1f} "
+            f"GB on disk) serves both `tests` and `typecheck`{lint}."
+        )
+    parts.append(
+        f"The first command (PPO on CartPole-v1 to a test return of 500, process start "
+        f"included) took {secs[0]:.0f}–{secs[-1]:.0f} s over {len(secs)} runs "
+        f"({train['date'][:10]}, commit `{train['commit'][:7]}`, 1-min load "
+        f"{train['load1']:.1f})."
+    )
+    return " ".join(parts) + "\n"
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
     "micro": render_micro,
     "micro-all": render_micro_all,
@@ -542,5 +589,6 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "gpu-e2e": render_gpu_e2e,
     "recipes-classic": render_recipes_classic,
     "roofline": render_roofline,
+    "first-contact": render_first_contact,
 }
 """The renderers this module adds to ``scripts/render_tables.py``."""

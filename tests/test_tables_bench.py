@@ -175,3 +175,17 @@ def test_roofline_renders_rows_and_the_thread_gain(tmp_path: Path) -> None:
     assert "sac-hopper with 2 threads: 1.50× the 1-thread update rate" in text
     with pytest.raises(SystemExit, match="python -m benchmarks roofline"):
         tb.render_roofline(tmp_path / "missing.jsonl")
+
+
+def test_first_contact_renders_the_newest_nox_run_and_train_timing(tmp_path: Path) -> None:
+    base = {**BASE, "invocation": "A", "module": "log"}
+    run = {**base, "name": "nox_run", "clone_commit": "abcdef0123", "tests_passed": 2348,
+           "tests_skipped": 182, "pytest_s": 1099.6, "env_mb": {"tests": 2631, "lint": 36},
+           "sessions": {"tests": 1320, "lint": 7, "typecheck": 120}}  # fmt: skip
+    train = {**base, "module": "train", "name": "readme_train", "seconds": [31.0, 24.4, 27.9]}
+    text = tb.render_first_contact(_write(tmp_path / "f.jsonl", [run, train]))
+    assert "the `tests` session took 22 min" in text and "2,348 tests passed" in text
+    assert "(`.nox/tests`, 2.6 GB on disk)" in text and "ruff alone (36 MB)" in text
+    assert "took 24–31 s over 3 runs" in text and "commit `abcdef0`" in text
+    with pytest.raises(SystemExit, match="readme_train"):
+        tb.render_first_contact(_write(tmp_path / "g.jsonl", [run]))
