@@ -415,7 +415,7 @@ def _gpu_note(folder: Path) -> str:
         f"_`bash benchmarks/gpu_check.sh`, {env.get('date', 'date not recorded')}, commit "
         f"{env.get('commit', 'not recorded')}; {env.get('gpu', 'GPU not recorded')}, "
         f"{env.get('cpus', '?')}-core host, torch {env.get('torch', '?')} "
-        f"([results]({_rel(folder)}/))._\n"
+        f"(results: `{_rel(folder)}/`)._\n"  # a path, not a link: valid in README and docs
     )
 
 
