@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FILES = [ROOT / "README.md", ROOT / "recipes" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(
     r"(<!-- generated: (?P<name>[\w-]+) \(python scripts/render_tables.py\) -->\n)"
     r"(?P<body>.*?)"

@@ -481,6 +481,12 @@ RECIPES_TORCHRL_ROW = (
 """The last row: not in the seed sweep (no ``tdrl train`` name), so no measured cells."""
 
 
+def render_recipes_classic_links(path: Path | None = None) -> str:
+    """recipes/README.md's copy of :func:`render_recipes_classic`, each recipe a link."""
+    text = render_recipes_classic(path)
+    return re.sub(r"^\| `(\w+\.py)` \|", r"| [\1](\1) |", text, flags=re.M)
+
+
 def render_recipes_classic(path: Path | None = None) -> str:
     """docs/recipes.md's classic-control table: seeds reaching the threshold and the median
     env steps of those, from the seed sweep of the same preset (``sweeps/results.jsonl``)."""
@@ -588,6 +594,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "gpu-update": render_gpu_update,
     "gpu-e2e": render_gpu_e2e,
     "recipes-classic": render_recipes_classic,
+    "recipes-classic-links": render_recipes_classic_links,
     "roofline": render_roofline,
     "first-contact": render_first_contact,
 }

@@ -355,3 +355,36 @@ def numpy_entries(batch: Any, keys: tuple[str, ...]) -> list[np.ndarray]:
                 pass
         out.append(t.numpy())
     return out
+
+
+_EXPLICIT: dict[Any, torch.Size] = {}
+"""Explicit batch sizes as ``torch.Size``, by ``int`` or shape tuple (see
+:func:`_explicit_size`)."""
+
+
+def _explicit_size(batch_size: Any) -> torch.Size | None:
+    """``torch.Size`` of an explicit ``batch_size`` given as an ``int``, a list or tuple of
+    ``int`` or a ``torch.Size``, built once per value; ``None`` for anything else (the
+    general path converts or rejects it).
+
+    >>> _explicit_size(3), _explicit_size([2, 4]), _explicit_size(torch.Size([1]))
+    (torch.Size([3]), torch.Size([2, 4]), torch.Size([1]))
+    >>> _explicit_size([2.0]) is None, _explicit_size(True) is None
+    (True, True)
+    """
+    btype = type(batch_size)
+    if btype is int:
+        key: Any = batch_size
+    elif btype is list or btype is tuple or btype is torch.Size:
+        key = tuple(batch_size)
+        for dim in key:
+            if type(dim) is not int:
+                return None
+    else:
+        return None
+    size = _EXPLICIT.get(key)
+    if size is None:
+        size = torch.Size([key] if btype is int else key)
+        if len(_EXPLICIT) < 256:
+            _EXPLICIT[key] = size
+    return size

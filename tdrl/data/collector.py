@@ -37,6 +37,7 @@ from tdrl.data.collector_step import (
     first_nonfinite,
     legal_random_actions,
     sample_spaces,
+    step_infos,
 )
 from tdrl.data.hooks import CollectorHooksMixin
 from tdrl.data.stats import CollectStats
@@ -475,10 +476,7 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         # without an action map (and ``_map_action`` not overridden) the action goes to the
         # envs as it is: what ``_map_action`` would return
         no_map = self._policy_hooks[0] is None and cls._map_action is Collector._map_action
-        # ``_store`` inlined below unless a subclass overrides it
-        inline_store = cls._store is Collector._store
         plain_write_back = cls._write_back is Collector._write_back
-        check_finite = self.check_finite
         n = len(env_ids)
         no_done = bytes(n)  # ``done.tobytes()`` of a step where no env finished
         while True:
@@ -489,37 +487,9 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
             obs_next, rew, terminated, truncated, step_info = env_step(
                 act if no_map else map_action(act), None if all_envs else env_ids
             )
-            # ``stack_infos(step_info, env_ids)`` for the common info of nothing but the
-            # vector env's ``env_id`` (which it takes from ``env_ids``)
-            first = step_info[0] if len(step_info) == n and n else None
-            if type(first) is dict and len(first) == 1 and "env_id" in first:
-                info_next = {"env_id": env_ids}
-            else:
-                info_next = stack_infos(step_info, env_ids)
-            if inline_store:  # ``_store``, without the call
-                if check_finite and not _step_finite(rew, obs_next):
-                    self._check_finite(env_ids, rew, obs_next, "step()")
-                data: dict[str, Any] = {
-                    "obs": obs,
-                    "act": act,
-                    "rew": rew,
-                    "terminated": terminated,
-                    "truncated": truncated,
-                    "obs_next": obs_next,
-                }
-                if info_next:
-                    data["info"] = info_next
-                if stored is not None:
-                    data["policy"] = stored
-                if self._on_step_hook is not None:
-                    data = self._hook_step(data)
-                ptr, ep_rew, ep_len, ep_idx = self.buffer.add(data, buffer_ids=env_ids)
-                if self._on_episode_done_hook is not None:
-                    self._hook_episodes(ptr, ep_len, ep_idx)
-            else:
-                ep_rew, ep_len = store(
-                    env_ids, (obs, act, rew, terminated, truncated, obs_next), info_next, stored
-                )
+            info_next = step_infos(step_info, env_ids)
+            step = (obs, act, rew, terminated, truncated, obs_next)
+            ep_rew, ep_len = store(env_ids, step, info_next, stored)
             if render:
                 self.env.render()
                 time.sleep(render)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from tdrl.data.batch import Batch, wrap_entries
-from tdrl.data.tree import Tree
+from tdrl.data.tree import Tree, stack_infos
 
 __all__ = [
     "first_nonfinite",
@@ -182,3 +182,17 @@ def _policy_input(obs: Tree, info: dict[str, Any], size: torch.Size) -> Batch | 
             sub[key] = leaf
         entries["info"] = wrap_entries(Batch, sub, size)
     return wrap_entries(Batch, entries, size)
+
+
+def step_infos(step_info: Any, env_ids: np.ndarray) -> dict[str, Any]:
+    """``stack_infos(step_info, env_ids)``, with a shortcut for the common info of nothing
+    but the vector env's ``env_id`` (which ``stack_infos`` takes from ``env_ids``).
+
+    >>> step_infos([{"env_id": 0}, {"env_id": 1}], np.arange(2))
+    {'env_id': array([0, 1])}
+    """
+    n = len(env_ids)
+    first = step_info[0] if n and len(step_info) == n else None
+    if type(first) is dict and len(first) == 1 and "env_id" in first:
+        return {"env_id": env_ids}
+    return stack_infos(step_info, env_ids)
