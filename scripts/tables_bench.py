@@ -379,24 +379,26 @@ def _mujoco_note(path: Path, made: str) -> str:
     )
 
 
+def _report_table(path: Path, header: str, what: str) -> tuple[str, str]:
+    """``(the first table of report.md whose header starts with header, its made-line)``."""
+    made, tables = _report_tables(path)
+    found = [t for t in tables if t[0].startswith(header)]
+    if not found:
+        raise SystemExit(f"{_rel(path)}: expected a {what} table, none")
+    return "\n".join(found[0]) + "\n", made
+
+
 def render_mujoco_short(path: Path | None = None) -> str:
     """The side-by-side table of ``tdrl report``'s report.md (tdrl beside Tianshou)."""
     path = path or MUJOCO_SHORT
-    made, tables = _report_tables(path)
-    side = [t for t in tables if t[0].startswith("| algorithm | task | tdrl | peer")]
-    if not side:
-        raise SystemExit(f"{_rel(path)}: expected a side-by-side table, none")
-    return "\n".join(side[0]) + "\n\n" + _mujoco_note(path, made)
+    table, made = _report_table(path, "| algorithm | task | tdrl | peer", "side-by-side")
+    return table + "\n" + _mujoco_note(path, made)
 
 
 def render_mujoco_short_libraries(path: Path | None = None) -> str:
     """The per-library table of ``tdrl report``'s report.md."""
     path = path or MUJOCO_SHORT
-    _, tables = _report_tables(path)
-    per = [t for t in tables if t[0].startswith("| library | algorithm | task")]
-    if not per:
-        raise SystemExit(f"{_rel(path)}: expected a per-library table, none")
-    return "\n".join(per[0]) + "\n"
+    return _report_table(path, "| library | algorithm | task", "per-library")[0]
 
 
 # ---------------------------------------------------------------- GPU check
