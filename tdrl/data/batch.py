@@ -98,6 +98,7 @@ from tdrl.data.batch_ops import (
     inference_shape,
     object_array,
     shape_str,
+    torch_size,
 )
 from tdrl.data.batch_stack import cat_batches, empty_batch_, stack_batches
 
@@ -107,9 +108,6 @@ __all__ = ["Batch", "BatchShapeError", "dist_to_atleast_2d", "get_sliced_dist"]
 _ndarray = np.ndarray
 _Tensor = torch.Tensor
 _torch_from_numpy = torch.from_numpy
-_SIZES: dict[tuple[int, ...], torch.Size] = {}
-"""Inferred batch sizes as ``torch.Size``, by shape tuple (a handful in any program)."""
-
 _TD_UPDATE_OPTIONS = frozenset(
     {"non_blocking", "keys_to_update", "is_leaf", "update_batch_size", "ignore_lock"}
 )
@@ -284,13 +282,7 @@ class Batch(BatchCompatMixin, TensorDict):
             shapes.append(entry.shape)
             entries[key] = entry
         if batch_size is None:
-            prefix = common_prefix(shapes)
-            size = _SIZES.get(prefix)
-            if size is None:
-                size = torch.Size(prefix)
-                if len(_SIZES) < 256:
-                    _SIZES[prefix] = size
-            bs = size
+            bs = torch_size(common_prefix(shapes))
             inferred = True
         else:
             bs = torch.Size([batch_size] if isinstance(batch_size, int) else batch_size)

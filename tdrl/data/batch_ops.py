@@ -357,15 +357,29 @@ def numpy_entries(batch: Any, keys: tuple[str, ...]) -> list[np.ndarray]:
     return out
 
 
-_EXPLICIT: dict[Any, torch.Size] = {}
-"""Explicit batch sizes as ``torch.Size``, by ``int`` or shape tuple (see
-:func:`_explicit_size`)."""
+_SIZES: dict[Any, torch.Size] = {}
+"""``torch.Size`` by ``int`` or shape tuple (see :func:`torch_size`)."""
+
+
+def torch_size(key: int | tuple[int, ...]) -> torch.Size:
+    """``torch.Size([key])`` for an ``int``, ``torch.Size(key)`` for a tuple of ints, built
+    once per value (a program uses a handful of batch sizes; the per-step paths reuse them).
+
+    >>> torch_size(3), torch_size((2, 4))
+    (torch.Size([3]), torch.Size([2, 4]))
+    """
+    size = _SIZES.get(key)
+    if size is None:
+        size = torch.Size([key] if isinstance(key, int) else key)
+        if len(_SIZES) < 256:
+            _SIZES[key] = size
+    return size
 
 
 def _explicit_size(batch_size: Any) -> torch.Size | None:
-    """``torch.Size`` of an explicit ``batch_size`` given as an ``int``, a list or tuple of
-    ``int`` or a ``torch.Size``, built once per value; ``None`` for anything else (the
-    general path converts or rejects it).
+    """:func:`torch_size` of an explicit ``batch_size`` given as an ``int``, a list or tuple
+    of ``int`` or a ``torch.Size``; ``None`` for anything else (the general path converts
+    or rejects it).
 
     >>> _explicit_size(3), _explicit_size([2, 4]), _explicit_size(torch.Size([1]))
     (torch.Size([3]), torch.Size([2, 4]), torch.Size([1]))
@@ -374,17 +388,11 @@ def _explicit_size(batch_size: Any) -> torch.Size | None:
     """
     btype = type(batch_size)
     if btype is int:
-        key: Any = batch_size
-    elif btype is list or btype is tuple or btype is torch.Size:
+        return torch_size(batch_size)
+    if btype is list or btype is tuple or btype is torch.Size:
         key = tuple(batch_size)
         for dim in key:
             if type(dim) is not int:
                 return None
-    else:
-        return None
-    size = _EXPLICIT.get(key)
-    if size is None:
-        size = torch.Size([key] if btype is int else key)
-        if len(_EXPLICIT) < 256:
-            _EXPLICIT[key] = size
-    return size
+        return torch_size(key)
+    return None

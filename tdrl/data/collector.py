@@ -30,6 +30,7 @@ from tensordict import TensorDictBase
 from typing_extensions import TypeVar
 
 from tdrl.data.batch import Batch
+from tdrl.data.batch_ops import torch_size
 from tdrl.data.collector_step import (
     _policy_input,
     _step_finite,
@@ -84,8 +85,6 @@ _UNSET: Any = object()
 _NO_HOOKS = (_UNSET, _UNSET)
 """``Collector._policy_hooks`` outside ``collect``: look ``map_action`` /
 ``map_action_inverse`` up on the policy at each call."""
-_SIZES: dict[int, torch.Size] = {}
-"""``torch.Size([n])`` by ``n``: the policy input's batch size, built once."""
 
 
 class NonFiniteError(ValueError):
@@ -303,9 +302,7 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
             state = tree_index(state, torch.as_tensor(env_ids))
         with _InferenceMode(True):
             n = len(env_ids)
-            size = _SIZES.get(n)
-            if size is None:
-                size = _SIZES[n] = torch.Size([n])
+            size = torch_size(n)
             batch = _policy_input(obs, info, size)
             if batch is None:
                 data: dict[str, Any] = {"obs": tree_to_torch(obs)}
