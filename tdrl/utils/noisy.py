@@ -15,18 +15,20 @@ torch.Size([3, 2])
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["NoisyLinear", "resample_noise"]
+__all__ = ["NoisyLinear", "noisy_layers", "resample_noise"]
 
 
-def _scaled_noise(size: int, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """``f(x) = sign(x) * sqrt(|x|)`` of standard normal draws (the paper's factorised noise)."""
-    x = torch.randn(size, generator=generator, device=like.device, dtype=like.dtype)
-    return x.sign().mul_(x.abs().sqrt_())
+def _draw_scaled_noise(out: torch.Tensor, generator: torch.Generator | None) -> None:
+    """Fill ``out`` with ``f(x) = sign(x) * sqrt(|x|)`` of standard normal draws (the paper's
+    factorised noise), in place."""
+    torch.randn(out.shape, generator=generator, out=out)
+    torch.copysign(out.abs().sqrt_(), out, out=out)  # = sign(x) sqrt|x|, signed zeros too
 
 
 class NoisyLinear(nn.Module):
@@ -121,8 +123,8 @@ class NoisyLinear(nn.Module):
     @torch.no_grad()
     def sample_noise(self) -> None:
         """Draw new factorised noise (``eps_in`` first, then ``eps_out``)."""
-        self.eps_in.copy_(_scaled_noise(self.in_features, self.eps_in, self.generator))
-        self.eps_out.copy_(_scaled_noise(self.out_features, self.eps_out, self.generator))
+        _draw_scaled_noise(self.eps_in, self.generator)
+        _draw_scaled_noise(self.eps_out, self.generator)
 
     def reset_noise(self) -> None:
         """Alias of :meth:`sample_noise` (TorchRL's name)."""
@@ -154,23 +156,38 @@ class NoisyLinear(nn.Module):
         )
 
 
+def noisy_layers(module: nn.Module) -> list[Callable[[], None]]:
+    """The noise-drawing methods of every noisy layer of ``module`` (itself included), in
+    ``module.modules()`` order: :meth:`NoisyLinear.sample_noise`, and ``reset_noise()`` of
+    other modules that have one (TorchRL's noisy layers).
+
+    Walking the modules costs more than drawing the noise of a small network, so callers that
+    resample every gradient step (Rainbow) look the layers up once and keep the list.
+
+    >>> net = nn.Sequential(NoisyLinear(4, 8), nn.ReLU(), NoisyLinear(8, 2))
+    >>> len(noisy_layers(net)), len(noisy_layers(nn.Linear(2, 2)))
+    (2, 0)
+    """
+    draws: list[Callable[[], None]] = []
+    for m in module.modules():
+        if isinstance(m, NoisyLinear):
+            draws.append(m.sample_noise)
+            continue
+        reset = getattr(m, "reset_noise", None)
+        if callable(reset):
+            draws.append(reset)
+    return draws
+
+
 def resample_noise(module: nn.Module) -> int:
     """Draw new noise in every noisy layer of ``module`` (itself included); return how many.
 
-    Calls :meth:`NoisyLinear.sample_noise`, and ``reset_noise()`` of other modules that have one
-    (TorchRL's noisy layers), in ``module.modules()`` order.
+    The layers are those of :func:`noisy_layers`, drawn in its order.
 
     >>> resample_noise(nn.Linear(2, 2))
     0
     """
-    count = 0
-    for m in module.modules():
-        if isinstance(m, NoisyLinear):
-            m.sample_noise()
-        else:
-            reset = getattr(m, "reset_noise", None)
-            if not callable(reset):
-                continue
-            reset()
-        count += 1
-    return count
+    draws = noisy_layers(module)
+    for draw in draws:
+        draw()
+    return len(draws)

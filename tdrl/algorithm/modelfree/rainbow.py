@@ -39,7 +39,7 @@ from typing_extensions import Unpack
 from tdrl.algorithm.modelfree.c51 import C51, C51Policy
 from tdrl.algorithm.qlearning import QLearningParams
 from tdrl.data.batch import Batch
-from tdrl.utils.noisy import resample_noise
+from tdrl.utils.noisy import noisy_layers
 
 __all__ = ["Rainbow", "RainbowPolicy"]
 
@@ -142,10 +142,15 @@ class Rainbow(C51):
     def resample_noise(self) -> int:
         """Draw new noise in the online network, then in the target network (Tianshou's
         order); return how many noisy layers were resampled."""
-        count = resample_noise(self.policy.model)
-        if self.model_old is not None:
-            count += resample_noise(self.model_old)
-        return count
+        draws = self.__dict__.get("_noise_draws")
+        if draws is None:  # the networks are fixed once built: look their layers up once
+            draws = noisy_layers(self.policy.model)
+            if self.model_old is not None:
+                draws += noisy_layers(self.model_old)
+            self.__dict__["_noise_draws"] = draws
+        for draw in draws:
+            draw()
+        return len(draws)
 
     def forward(self, td: TensorDictBase) -> TensorDict:
         """New noise, then C51's terms (a TorchRL batch gets its one-step target)."""
