@@ -101,6 +101,14 @@ def agreement(values: Sequence[float], mean: float, std: float) -> str:
     return "yes" if abs(float(np.mean(values)) - mean) <= std else "no"
 
 
+def _mean_std(values: Sequence[float]) -> str:
+    """``"m ± s"`` over the seeds (``s = 0`` for one), ``"–"`` for none."""
+    if not values:
+        return "–"
+    s = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return f"{float(np.mean(values)):.0f} ± {s:.0f}"
+
+
 def published_table(runs: Sequence[Any]) -> list[str]:
     """Markdown lines: tdrl's runs at the published budget (``budget >= 1M``) of the
     published algorithms and tasks beside Tianshou's table (``runs``:
@@ -131,15 +139,14 @@ def published_table(runs: Sequence[Any]) -> list[str]:
     disagreeing: set[str] = set()
     for (algo, task), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         rs = sorted(rs, key=lambda r: r.seed)
-        values = [best_test_mean(r.steps, r.returns) for r in rs]
+        # a run that has not tested since training began has no value yet
+        values = [v for v in (best_test_mean(r.steps, r.returns) for r in rs) if v == v]
         mean, std = TIANSHOU_MUJOCO_1M[(algo, task_name(task))]
         full = [r for r in rs if r.env_step >= PUBLISHED_BUDGET]
-        m = float(np.mean(values))
-        s = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
         steps = min(r.env_step for r in rs)
         verdict = agreement(values, mean, std) if len(full) == len(rs) else "in progress"
         lines.append(
-            f"| {algo} | {task} | {m:.0f} ± {s:.0f} | {len(rs)} ({len(full)}) | "
+            f"| {algo} | {task} | {_mean_std(values)} | {len(rs)} ({len(full)}) | "
             f"{steps:,} | {mean:.0f} ± {std:.0f} | {verdict} |"
         )
         if verdict.startswith("no") and not task.endswith("-v3"):

@@ -44,6 +44,13 @@ def test_the_table_names_env_versions_seeds_and_runs_in_progress() -> None:
     partial = published_table([_run(0, 2500.0, env_step=400_000)])
     assert partial[-1].endswith("| 400,000 | 2609 ± 701 | in progress |")
     assert published_table([_run(0, 2500.0, budget=100_000)]) == []  # a short sweep
+    # a run that has not tested since training began: no value yet, never "nan"
+    untested = _run(1, 2500.0, env_step=0)
+    untested.steps, untested.returns = np.array([0.0]), np.array([900.0])
+    row = published_table([untested])[-1]
+    assert row == "| ppo | Hopper-v5 | – | 1 (0) | 0 | 2609 ± 701 | in progress |"
+    row = published_table([_run(0, 2500.0), untested])[-1]
+    assert row == "| ppo | Hopper-v5 | 2500 ± 0 | 2 (1) | 0 | 2609 ± 701 | in progress |"
 
 
 def test_a_disagreeing_v5_row_names_what_the_task_changed_since_v3() -> None:
