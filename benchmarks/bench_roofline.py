@@ -11,7 +11,14 @@ everything but its matmuls were free. Printed per row:
 * ``mm GFLOP``: the FLOPs of its matrix products (``2 m k n`` each);
 * ``achieved``: those FLOPs over the update's time (GFLOP/s);
 * ``bare mm``: the same FLOPs over the bare replay's time (GFLOP/s), the roofline;
-* ``x floor``: update time / bare replay time (1.0 = nothing but matmuls).
+* ``x floor``: update time / bare replay time (1.0 = nothing but matmuls);
+* ``ops ms``: every ATen operation of the update (forward, backward, optimizer, target and
+  sampling ops alike: what reaches the dispatcher below autograd), recorded with its actual
+  arguments and replayed in order without Python, modules or autograd bookkeeping; the
+  kernels an eager update cannot avoid for this math;
+* ``x ops``: update time / ``ops ms``; what is above 1 is Python, TensorDict, module calls
+  and building the autograd graph, the part a library can still cut (two consecutive
+  updates are recorded and timed, so TD3's every-other-step actor update is in both).
 
 Small classic-control networks are overhead-bound (``x floor`` far above 1: Python,
 TensorDict and autograd bookkeeping); SAC on Hopper's 256x256 networks at batch 256 is
@@ -67,6 +74,28 @@ class _MatmulShapes(TorchDispatchMode):
             mats = [a.shape for a in args if isinstance(a, torch.Tensor)]
             self.calls.append((func, mats))
         return func(*args, **(kwargs or {}))
+
+
+class _AllOps(TorchDispatchMode):
+    """Records every ATen call ``(op, args, kwargs)`` dispatched inside it, for a replay."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.calls.append((func, args, kwargs or {}))
+        return func(*args, **(kwargs or {}))
+
+
+def _replay_ops(calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> float:
+    """Seconds of the recorded ATen calls made again, in order, below autograd (on the
+    recorded tensors: the values drift, the shapes and kernels do not)."""
+    with torch.no_grad(), torch._C._AutoDispatchBelowADInplaceOrView():
+        start = time.perf_counter()
+        for f, args, kwargs in calls:
+            f(*args, **kwargs)
+        return time.perf_counter() - start
 
 
 def _flops(func: Any, shapes: list[torch.Size]) -> int:
@@ -125,12 +154,21 @@ def measure(row: str, rounds: int = 15) -> dict[str, float]:
     with _MatmulShapes() as rec:
         _one_update(alg, buf, batch_size)
     flops = sum(_flops(f, s) for f, s in rec.calls)
-    upd, bare = [], []
+    with _AllOps() as ops:
+        _one_update(alg, buf, batch_size)
+        _one_update(alg, buf, batch_size)
+    upd, bare, pairs, replays = [], [], [], []
     for _ in range(rounds):  # alternating, so load changes hit both
         upd.append(_one_update(alg, buf, batch_size))
         bare.append(_replay(rec.calls))
+        pairs.append(_one_update(alg, buf, batch_size) + _one_update(alg, buf, batch_size))
+        replays.append(_replay_ops(ops.calls))
     t_upd, t_bare = statistics.median(upd), statistics.median(bare)
+    t_pair, t_ops = statistics.median(pairs), statistics.median(replays)
     return {
+        "ops_ms": t_ops / 2 * 1e3,
+        "x_ops": t_pair / t_ops,
+        "aten_ops": len(ops.calls) / 2,
         "update_ms": t_upd * 1e3,
         "gflop": flops / 1e9,
         "achieved": flops / t_upd / 1e9,
@@ -152,7 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args(argv or [])
     print(f"{'row':12s} {'thr':>3s} {'update ms':>10s} {'mm GFLOP':>9s} {'achieved':>9s} "
-          f"{'bare mm':>8s} {'x floor':>8s}   (GFLOP/s; median of {args.rounds})")  # fmt: skip
+          f"{'bare mm':>8s} {'x floor':>8s} {'ops ms':>7s} {'x ops':>6s}"
+          f"   (GFLOP/s; median of {args.rounds})")  # fmt: skip
     before = torch.get_num_threads()
     try:
         for row in args.rows:
@@ -162,7 +201,8 @@ def main(argv: list[str] | None = None) -> None:
                 record("roofline", row=row, threads=threads, rounds=args.rounds, **m)
                 print(
                     f"{row:12s} {threads:3d} {m['update_ms']:10.2f} {m['gflop']:9.4f} "
-                    f"{m['achieved']:9.2f} {m['bare']:8.2f} {m['x_floor']:8.2f}",
+                    f"{m['achieved']:9.2f} {m['bare']:8.2f} {m['x_floor']:8.2f} "
+                    f"{m['ops_ms']:7.2f} {m['x_ops']:6.2f}",
                     flush=True,
                 )
     finally:

@@ -520,18 +520,21 @@ def render_recipes_classic(path: Path | None = None) -> str:
 
 
 def render_roofline(path: Path | None = None) -> str:
-    """Each family's update against the bare matrix products it makes (its FLOP floor),
-    and the large SAC update with 1 and 2 intra-op threads."""
+    """Each family's update against the bare matrix products it makes (its FLOP floor) and
+    against all its ATen operations replayed bare (its eager floor), and the large SAC
+    update with 1 and 2 intra-op threads. Records from before the ATen replay existed show
+    "–" in its two columns."""
     records = newest(load_jsonl(path or ROOFLINE, "python -m benchmarks roofline"))
     lines = [
         "| update (preset) | threads | update ms | matmul GFLOP | achieved GFLOP/s "
-        "| bare matmuls GFLOP/s | × floor |",
-        "|---|---|---|---|---|---|---|",
+        "| bare matmuls GFLOP/s | × floor | ATen ops replayed, ms | × ops |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
+        ops = f"{r['ops_ms']:.2f} | {r['x_ops']:.2f}" if "ops_ms" in r else "– | –"
         lines.append(
             f"| {r['row']} | {r['threads']} | {r['update_ms']:.2f} | {r['gflop']:.4f} "
-            f"| {r['achieved']:.1f} | {r['bare']:.1f} | {r['x_floor']:.1f} |"
+            f"| {r['achieved']:.1f} | {r['bare']:.1f} | {r['x_floor']:.1f} | {ops} |"
         )
     by_threads = {r["threads"]: r for r in records if r["row"] == "sac-hopper"}
     extra = ""

@@ -164,13 +164,22 @@ def test_roofline_renders_rows_and_the_thread_gain(tmp_path: Path) -> None:
     row = {**BASE, "invocation": "A", "module": "bench_roofline", "name": "roofline",
            "gflop": 0.64, "achieved": 70.0, "bare": 77.0, "x_floor": 1.1, "rounds": 15}  # fmt: skip
     recs = [
-        {**row, "row": "dqn", "threads": 1, "update_ms": 0.8, "x_floor": 5.6},
+        {
+            **row,
+            "row": "dqn",
+            "threads": 1,
+            "update_ms": 0.8,
+            "x_floor": 5.6,
+            "ops_ms": 0.5,
+            "x_ops": 1.6,
+        },
         {**row, "row": "sac-hopper", "threads": 1, "update_ms": 8.4},
         {**row, "row": "sac-hopper", "threads": 2, "update_ms": 5.6},
         {**row, "invocation": "0-old", "row": "dqn", "threads": 1, "update_ms": 9.9},
     ]
     text = tb.render_roofline(_write(tmp_path / "r.jsonl", recs))
-    assert "| dqn | 1 | 0.80 | 0.6400 | 70.0 | 77.0 | 5.6 |" in text
+    assert "| dqn | 1 | 0.80 | 0.6400 | 70.0 | 77.0 | 5.6 | 0.50 | 1.60 |" in text
+    assert "| sac-hopper | 1 | 8.40 | 0.6400 | 70.0 | 77.0 | 1.1 | – | – |" in text  # older
     assert "9.90" not in text  # the newest invocation only
     assert "sac-hopper with 2 threads: 1.50× the 1-thread update rate" in text
     with pytest.raises(SystemExit, match="python -m benchmarks roofline"):
