@@ -29,9 +29,10 @@ def _lane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_the_order_is_cheapest_evidence_first(tmp_path: Path, monkeypatch: Any) -> None:
     lane = _lane(tmp_path, monkeypatch)
     items = [(u.item, u.algo) for u in lane.ITEMS]
-    assert items[:10] == [(1, "ppo")] * 6 + [(2, "trpo")] * 4
+    assert items[:11] == [(1, "ppo")] * 6 + [(2, "trpo")] * 5
     assert [u.task for u in lane.ITEMS[4:6]] == ["Walker2d-v4", "Ant-v4"]  # v3 physics
-    assert items[10:13] == [(3, "sac"), (3, "sac"), (4, "td3")]
+    assert lane.ITEMS[10].task == "Ant-v4" and lane.ITEMS[10].seeds == 1
+    assert items[11:14] == [(3, "sac"), (3, "sac"), (4, "td3")]
     assert [u.item for u in lane.ITEMS] == sorted(u.item for u in lane.ITEMS)
     cmd = lane.ITEMS[0].command()
     assert cmd[cmd.index("--env-steps") + 1] == "1000000" and "--no-progress" in cmd
