@@ -12,7 +12,9 @@ arrays of length ``maxsize``). Arithmetic runs in float64, with one conversion p
 GAE runs as one backward loop compiled by numba when it is installed (the ``fast`` extra;
 compiled once per input dtype and cached on disk), else as the vectorized
 :func:`discounted_segment_sum` (``TDRL_NUMBA=0`` forces it). The two agree to float64
-rounding.
+rounding. n-step chains on tdrl's own buffers run as one compiled loop too (over the
+buffer's link arrays, the same arithmetic in the same order, so the same values), else
+through the episode API.
 """
 
 from __future__ import annotations
@@ -190,14 +192,21 @@ def _gae_kernel() -> Callable[..., None] | None:
     global _GAE, _GAE_LOADED
     if not _GAE_LOADED:
         _GAE_LOADED = True
-        if os.environ.get("TDRL_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
-            return None
-        try:
-            import numba
-        except ImportError:
-            return None
-        _GAE = numba.njit(cache=True, nogil=True)(_gae_loop)
+        numba = _numba()
+        if numba is not None:
+            _GAE = numba.njit(cache=True, nogil=True)(_gae_loop)
     return _GAE
+
+
+def _numba() -> Any:
+    """The numba module, or ``None`` when it is not installed or ``TDRL_NUMBA=0``."""
+    if os.environ.get("TDRL_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba
 
 
 def _flat_values(name: str, v: ArrayLike, size: int) -> np.ndarray:
@@ -403,8 +412,7 @@ def compute_nstep_return(
             f"indices: expected {batch_size[0]} indices (len(batch)), got {idx.shape[0]}"
         )
     n_idx = idx.shape[0]
-    stacked = _nstep_rows(buffer, idx, n_step)
-    last = stacked[-1]
+    ret, disc, last = _nstep_chains(buffer, idx, gamma, n_step)
     with torch.no_grad():
         target_q = target_q_fn(buffer, last)
     if not isinstance(target_q, torch.Tensor):
@@ -414,7 +422,6 @@ def compute_nstep_return(
             f"target_q_fn: expected a leading dimension of {n_idx} (one row per index), "
             f"got shape {tuple(target_q.shape)}"
         )
-    ret, disc = _nstep_reward_discount(buffer, stacked, gamma)
     # the buffer's part (numpy, float64) meets the target Q where it lives: on a GPU the
     # two small arrays go to the device instead of Q to the host, so no sync happens here
     tq = target_q.detach().reshape(n_idx, math.prod(target_q.shape[1:])).to(torch.float64)
@@ -447,9 +454,91 @@ def nstep_reward_discount(
         raise ValueError(f"n_step: expected an int >= 1, got {n_step!r}")
     require_unit(gamma=gamma)
     idx = _np(indices).astype(np.int64, copy=False).reshape(-1)
-    stacked = _nstep_rows(buffer, idx, n_step)
-    ret, disc = _nstep_reward_discount(buffer, stacked, gamma)
-    return ret, disc, stacked[-1]
+    return _nstep_chains(buffer, idx, gamma, n_step)
+
+
+def _nstep_chains(
+    buffer: Any, idx: np.ndarray, gamma: float, n_step: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(R, d, last)`` of :func:`nstep_reward_discount` for valid ``idx`` (int64, flat):
+    one compiled loop over a tdrl buffer's own link arrays when numba is installed and the
+    buffer offers them (``_nstep_arrays``), else through the buffer's episode API."""
+    kernel = _nstep_kernel()
+    arrays = getattr(buffer, "_nstep_arrays", None)
+    arrays = arrays() if kernel is not None and arrays is not None else None
+    if arrays is None:
+        stacked = _nstep_rows(buffer, idx, n_step)
+        ret, disc = _nstep_reward_discount(buffer, stacked, gamma)
+        return ret, disc, stacked[-1]
+    stop, nxt, rew, done, term = arrays
+    unfinished = _np(buffer.unfinished_index()).astype(np.int64, copy=False)
+    n = idx.shape[0]
+    ret, disc, last = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+    powers = float(gamma) ** np.arange(n_step + 1)  # the generic path's gamma**steps
+    kernel(idx, n_step, float(gamma), powers, stop, nxt, rew, done, term, unfinished,
+           ret, disc, last)  # fmt: skip
+    return ret, disc, last
+
+
+def _nstep_loop(
+    idx: np.ndarray,
+    n_step: int,
+    gamma: float,
+    powers: np.ndarray,
+    stop: np.ndarray,
+    nxt: np.ndarray,
+    rew: np.ndarray,
+    done: np.ndarray,
+    term: np.ndarray,
+    unfinished: np.ndarray,
+    ret: np.ndarray,
+    disc: np.ndarray,
+    last: np.ndarray,
+) -> None:  # pragma: no cover - runs compiled; checked against the generic path
+    """The generic path's arithmetic per index, in the same order: follow
+    ``next(i) = i if stop[i] else nxt[i]`` ``n_step - 1`` times, then the rewards from the
+    last row back (``R = r + gamma * R``, restarted at the first ``done`` or unfinished
+    row), ``d = gamma**steps`` unless the last row terminated."""
+    size = stop.shape[0]
+    chain = np.empty(n_step, dtype=np.int64)
+    for i in range(idx.shape[0]):
+        j = idx[i] % size
+        chain[0] = j
+        for k in range(1, n_step):
+            if not stop[j]:
+                j = nxt[j]
+            chain[k] = j
+        acc = 0.0
+        steps = n_step
+        for k in range(n_step - 1, -1, -1):
+            j = chain[k]
+            end = bool(done[j])
+            for u in range(unfinished.shape[0]):
+                end = end or unfinished[u] == j
+            if end:
+                steps = k + 1
+                acc = 0.0
+            acc = np.float64(rew[j]) + gamma * acc
+        ret[i] = acc
+        j = chain[n_step - 1]
+        last[i] = j
+        disc[i] = 0.0 if term[j] else powers[steps]
+
+
+_NSTEP: Callable[..., None] | None = None
+_NSTEP_LOADED = False
+
+
+def _nstep_kernel() -> Callable[..., None] | None:
+    """The numba-compiled :func:`_nstep_loop`, or ``None`` without numba (or
+    ``TDRL_NUMBA=0``)."""
+    global _NSTEP, _NSTEP_LOADED
+    if not _NSTEP_LOADED:
+        _NSTEP_LOADED = True
+        numba = _numba()
+        if numba is not None:
+            _NSTEP = numba.njit(cache=True, nogil=True)(_nstep_loop)
+    return _NSTEP
 
 
 def _nstep_reward_discount(

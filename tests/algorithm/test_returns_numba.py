@@ -86,3 +86,57 @@ def test_bad_values_still_name_the_argument() -> None:
     idx = buf.sample_indices(0)
     with pytest.raises(ValueError, match=r"v_s_: expected \d+ values \(one per index\)"):
         compute_episodic_return(buf[idx], buf, idx, torch.zeros(3), torch.zeros(len(idx)))
+
+
+def _wrapped_rollout(seed: int, n_env: int, steps: int, rew_dtype: type) -> VectorReplayBuffer:
+    """A vector buffer that wrapped around (``steps`` > capacity per env) with episodes
+    ending by termination and truncation, and open ones at the end."""
+    rng = np.random.default_rng(seed)
+    buf = VectorReplayBuffer(n_env * 40, n_env)
+    for _ in range(steps):
+        buf.add(
+            {
+                "obs": rng.normal(size=(n_env, 2)),
+                "act": np.zeros(n_env, dtype=np.int64),
+                "rew": rng.normal(size=n_env).astype(rew_dtype),
+                "terminated": rng.random(n_env) < 0.06,
+                "truncated": rng.random(n_env) < 0.04,
+                "obs_next": rng.normal(size=(n_env, 2)),
+            }
+        )
+    return buf
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("rew_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("gamma", [0.99, 0.5, 1.0, 0.0])
+def test_compiled_nstep_chains_equal_the_episode_api_path(
+    monkeypatch: pytest.MonkeyPatch, seed: int, rew_dtype: type, gamma: float
+) -> None:
+    buf = _wrapped_rollout(seed, n_env=3, steps=[25, 57, 90][seed], rew_dtype=rew_dtype)
+    assert buf._nstep_arrays() is not None and returns._nstep_kernel() is not None
+    idx = np.concatenate([buf.sample_indices(0), buf.sample_indices(64)])
+    for n in (1, 2, 3, 5):
+        fast = returns.nstep_reward_discount(buf, idx, gamma, n)
+        with monkeypatch.context() as m:
+            m.setattr(buf, "_nstep_arrays", lambda: None)  # the episode-API path
+            slow = returns.nstep_reward_discount(buf, idx, gamma, n)
+        for got, want in zip(fast, slow, strict=True):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)  # the same arithmetic: bit for bit
+
+
+def test_buffers_with_their_own_episode_queries_take_the_api_path() -> None:
+    class Shifted(VectorReplayBuffer):
+        def next(self, index: object) -> object:  # a subclass's own chain rule
+            return super().next(index)
+
+    buf = Shifted(8, 1)
+    buf.add({"obs": np.zeros((1, 2)), "act": np.zeros(1), "rew": np.ones(1),
+             "terminated": np.zeros(1, bool), "truncated": np.zeros(1, bool),
+             "obs_next": np.zeros((1, 2))})  # fmt: skip
+    assert buf._nstep_arrays() is None
+    plain = VectorReplayBuffer(8, 1)
+    plain.add({k: buf[np.array([0])][k].numpy() for k in ("obs", "act", "rew", "obs_next")}
+              | {"terminated": np.zeros(1, bool), "truncated": np.zeros(1, bool)})  # fmt: skip
+    assert plain._nstep_arrays() is not None

@@ -209,6 +209,29 @@ class ReplayBuffer(AddMixin, ReadMixin, TorchRLReplayBuffer):
         """Newest index of every sub-buffer whose episode is still open."""
         return self._storage.unfinished_index()
 
+    def _nstep_arrays(self) -> tuple[np.ndarray, ...] | None:
+        """``(stop, nxt_base, rew, done, terminated)``: the flat numpy arrays an n-step
+        chain reads (:func:`tdrl.algorithm.returns.nstep_reward_discount`'s compiled path:
+        ``next(i) = i if stop[i] else nxt_base[i]``), or ``None`` where they would not give
+        what :meth:`next` and the columns give (a subclass with its own ``next``, columns
+        off the CPU, no scalar reward column).
+
+        >>> buf = ReplayBuffer(4)
+        >>> buf._nstep_arrays() is None  # nothing stored yet
+        True
+        """
+        if (
+            type(self).next is not ReplayBuffer.next
+            or type(self).unfinished_index is not ReplayBuffer.unfinished_index
+        ):
+            return None
+        st = self._storage
+        cols = st.np_columns
+        rew, done, term = cols.get(("rew",)), cols.get(DONE), cols.get(("terminated",))
+        if rew is None or done is None or term is None or rew.size != rew.shape[0]:
+            return None
+        return st.stop, st.nxt_base, rew.reshape(-1), done, term
+
     def sample_indices(self, batch_size: int | None) -> np.ndarray:
         """``0``: all valid indices (chronological per sub-buffer); ``None``: a random
         permutation of them; ``n > 0``: ``n`` uniform draws with replacement; ``< 0``: empty.
