@@ -466,7 +466,7 @@ def _nstep_chains(
     kernel = _nstep_kernel()
     arrays = getattr(buffer, "_nstep_arrays", None)
     arrays = arrays() if kernel is not None and arrays is not None else None
-    if arrays is None:
+    if kernel is None or arrays is None:
         stacked = _nstep_rows(buffer, idx, n_step)
         ret, disc = _nstep_reward_discount(buffer, stacked, gamma)
         return ret, disc, stacked[-1]
