@@ -311,6 +311,28 @@ def _markdown(summaries: list[Summary], runs: list[RunLog], last_k: int, title: 
     return "\n".join(lines)
 
 
+def _seeds_phrase(runs: Sequence[RunLog]) -> str:
+    """``"mean over 3 seeds"``, or ``"mean over each curve's seeds (1-3)"`` when the curves
+    (one per task, algorithm and library) have different numbers of seeds.
+
+    >>> import numpy as np
+    >>> def run(task, seed):
+    ...     return RunLog("tdrl", "ppo", task, seed, np.zeros(1), np.zeros(1), True, 0, 1.0)
+    >>> _seeds_phrase([run("A", 0), run("A", 1)])
+    'mean over 2 seeds'
+    >>> _seeds_phrase([run("A", 0), run("A", 1), run("B", 0)])
+    "mean over each curve's seeds (1-2)"
+    """
+    groups: dict[tuple[str, str, str], set[int]] = {}
+    for r in runs:
+        groups.setdefault((r.task, r.algo, r.library), set()).add(r.seed)
+    counts = sorted({len(s) for s in groups.values()})
+    if len(counts) == 1:
+        n = counts[0]
+        return f"mean over {n} seed{'s' if n != 1 else ''}"
+    return f"mean over each curve's seeds ({counts[0]}-{counts[-1]})"
+
+
 def _mean_curve(rs: Sequence[RunLog]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Steps common to the runs (up to the shortest) and the mean and std there."""
     end = min(r.steps[-1] for r in rs)
@@ -357,11 +379,8 @@ def plot_curves(runs: Sequence[RunLog], out: str | os.PathLike[str], title: str 
         ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
     for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
-    seeds = sorted({r.seed for r in runs})
-    fig.suptitle(
-        title or f"Average test return: mean over {len(seeds)} seeds, band ± one std",
-        fontsize=11,
-    )
+    fig.suptitle(title or f"Average test return: {_seeds_phrase(runs)}, band ± one std",
+                 fontsize=11)  # fmt: skip
     fig.legend(
         list(handles.values()),
         list(handles),
