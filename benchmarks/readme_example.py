@@ -3,7 +3,11 @@ threshold: a user's own script must get the CLI's speed (goal: at most 1.5x its 
 time). Each round runs both as fresh processes, alternating, with no thread variables set;
 the table gives the medians. The long-run lane is paused meanwhile.
 
-    python benchmarks/readme_example.py [--rounds 3]
+    python benchmarks/readme_example.py [--rounds 3] [--out PATH]
+
+The round times and medians are recorded (one ``readme_example`` record, with the commit,
+date and load) in ``benchmarks/results/first-contact/results.jsonl`` (``--out``; ``-``:
+none), from which the README's first-contact paragraph is rendered.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.timing import lane_paused
+from benchmarks.timing import RESULTS, lane_paused, record, recording
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     """Time both, alternating, and print the medians and their ratio."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--out", default=str(RESULTS / "first-contact" / "results.jsonl"))
     args = p.parse_args(argv)
     work = tempfile.mkdtemp(prefix="readme-example-")
     script = Path(work) / "example.py"
@@ -65,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
           "goal <= 1.5 |")  # fmt: skip
     print("|---|---|---|---|")
     print(f"| {a:.1f} | {b:.1f} | {a / b:.2f}x | {met} |")
+    out = None if args.out == "-" else Path(args.out)
+    with recording(out, command="python benchmarks/readme_example.py", module="readme_example"):
+        record("readme_example", rounds=args.rounds, example_s=walls["example"],
+               cli_s=walls["cli"], example_median=a, cli_median=b, ratio=a / b)  # fmt: skip
     return 0
 
 

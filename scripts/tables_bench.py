@@ -585,6 +585,16 @@ def render_first_contact(path: Path | None = None) -> str:
         f"({train['date'][:10]}, commit `{train['commit'][:7]}`, 1-min load "
         f"{train['load1']:.1f})."
     )
+    examples = [r for r in records if r["name"] == "readme_example"]
+    if examples:
+        ex = examples[-1]
+        parts.append(
+            f"The 20-line example below, run as a script with no thread variables set, took "
+            f"{ex['example_median']:.1f} s against {ex['cli_median']:.1f} s for `tdrl train "
+            f"ppo CartPole-v1 --stop-reward 195` (medians of {ex['rounds']} alternating "
+            f"rounds: {ex['ratio']:.2f}×, goal ≤ 1.5×; `python benchmarks/readme_example.py`, "
+            f"{ex['date'][:10]}, commit `{ex['commit'][:7]}`, 1-min load {ex['load1']:.1f})."
+        )
     return " ".join(parts) + "\n"
 
 

@@ -196,5 +196,10 @@ def test_first_contact_renders_the_newest_nox_run_and_train_timing(tmp_path: Pat
     assert "the `tests` session took 22 min" in text and "2,348 tests passed" in text
     assert "(`.nox/tests`, 2.6 GB on disk)" in text and "ruff alone (36 MB)" in text
     assert "took 24–31 s over 3 runs" in text and "commit `abcdef0`" in text
+    assert "20-line example" not in text  # not measured yet: not mentioned
+    example = {**base, "module": "readme_example", "name": "readme_example", "rounds": 3,
+               "example_median": 18.04, "cli_median": 17.8, "ratio": 1.0135}  # fmt: skip
+    text = tb.render_first_contact(_write(tmp_path / "e.jsonl", [run, train, example]))
+    assert "took 18.0 s against 17.8 s" in text and "3 alternating rounds: 1.01×" in text
     with pytest.raises(SystemExit, match="readme_train"):
         tb.render_first_contact(_write(tmp_path / "g.jsonl", [run]))
