@@ -570,7 +570,7 @@ def render_first_contact(path: Path | None = None) -> str:
         f"{run['load1']:.1f} when recorded, other jobs sharing the machine): the `tests` "
         f"session took {_minutes(sessions['tests'])} as nox reports it, building its "
         f"environment included ({run['tests_passed']:,} tests passed, {run['tests_skipped']} "
-        f"skipped, in {_minutes(run['pytest_s'])} of pytest on 2 workers); `lint` "
+        f"skipped, in {_minutes(run['pytest_s'])} of pytest, one process); `lint` "
         f"{_minutes(sessions['lint'])}, `typecheck` {_minutes(sessions['typecheck'])}.",
     ]
     if "tests" in env:
