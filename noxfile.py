@@ -35,9 +35,9 @@ def _install(
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The default, fast suite (unit, property, doctest, short end-to-end)."""
+    """The default, fast suite (unit, property, doctest, short end-to-end), on two workers."""
     _install(session)
-    session.run("pytest", "-q", *session.posargs, env=QUIET)
+    session.run("pytest", "-q", "-n", "2", *session.posargs, env=QUIET)
 
 
 @nox.session

@@ -101,6 +101,7 @@ def test_train_emits_no_target_network_warning(
     assert SUMMARY.match(lines[-1]).groups() == ("sac", "Pendulum-v1")  # type: ignore[union-attr]
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 def test_tdrl_train_subprocess_ends_with_the_summary_and_no_warning(tmp_path: Path) -> None:
     argv = ["train", "dqn", "CartPole-v1", "--epochs", "1", "--step-per-epoch", "200"]
     out = subprocess.run(
@@ -118,6 +119,7 @@ def test_tdrl_train_subprocess_ends_with_the_summary_and_no_warning(tmp_path: Pa
     assert (tmp_path / "runs" / "dqn-CartPole-v1-seed0" / "curve.png").exists()
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 @pytest.mark.parametrize("algo", ["dqn", "ppo", "sac"])
 def test_recipes_run(algo: str, tmp_path: Path) -> None:
     steps = "2000" if algo == "ppo" else "100"

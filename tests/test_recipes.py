@@ -107,6 +107,7 @@ def pendulum_data(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_recipe_smoke(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     algo, task, flags = CASES[name]
@@ -231,6 +232,7 @@ def test_docs_page_has_the_readme_tables() -> None:
         ("mujoco_ppo", "ppo", "Hopper-v5", {"step_per_epoch": 400, "step_per_collect": 200}),
     ],
 )
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 def test_recipe_reproduces_tdrl_train(
     name: str, algo: str, task: str, flags: dict[str, int], tmp_path: Path
 ) -> None:

@@ -26,6 +26,8 @@ from tdrl.algorithm.modelfree.sac import SAC, SACPolicy
 from tdrl.data.buffer import VectorReplayBuffer
 from tdrl.utils.net import DiscreteActor, GaussianActor, QCritic, QNet, VCritic
 
+pytestmark = pytest.mark.slow  # inductor compiles: tens of seconds; CI runs them in `nox -s slow`
+
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo() -> None:

@@ -27,6 +27,7 @@ def bench(out: Path, *extra: str, seeds: int = 1, steps: int = 200) -> int:
     return cli_main(argv)
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 def test_bench_writes_wandb_runs_csv_report_and_curves_then_skips_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -62,6 +63,7 @@ def _spec(out: Path) -> RunSpec:
     return RunSpec("sac", "Pendulum-v1", 0, 200, str(out), logger="csv", overrides=OVERRIDES)
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 def test_an_interrupted_run_resumes_from_its_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -196,6 +198,7 @@ def test_budgets_and_sweep_plans() -> None:
         plan_sweep(["sac"], ["Hopper-v5"], 0, 100, "o")
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 def test_a_budget_is_env_steps_in_whole_collects_for_every_algorithm(tmp_path: Path) -> None:
     # PPO collects 256 steps at a time, rounded up to a step of each of its 20 envs (260):
     # 600 steps are 3 collects (780 steps), never ten epochs of a collect each (the old
@@ -284,6 +287,7 @@ def test_tensorboard_logger_writes_events_beside_the_csv(tmp_path: Path) -> None
     assert (d / "test.csv").is_file() and list(d.glob("events.out.tfevents.*"))
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 def test_a_run_held_by_another_process_is_skipped_not_failed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

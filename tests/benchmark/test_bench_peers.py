@@ -238,6 +238,7 @@ TINY = {
 }
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 @pytest.mark.parametrize("lib", core.LIBRARIES)
 @pytest.mark.parametrize("algo", ["dqn", "sac"])
 def test_a_tiny_run_of_each_peer(lib: str, algo: str) -> None:
@@ -249,6 +250,7 @@ def test_a_tiny_run_of_each_peer(lib: str, algo: str) -> None:
     assert log.train_s > 0 and log.points and log.points[-1][0] == row.env_steps
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 def test_one_run_in_its_own_process() -> None:
     row = dataclasses.replace(TINY["dqn"], name="tiny")
     rec = bench_peers.run_one("tdrl", row, seed=0, warm=False, timeout=300)

@@ -48,6 +48,7 @@ def _threads(setup: str = "", kwargs: str = "", env: dict[str, str] | None = Non
     return [int(v) for v in line.split()[1:]]
 
 
+@pytest.mark.slow  # end to end, seconds: CI's slow session
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a default of 2+ threads")
 def test_a_trainer_uses_one_thread_and_says_so_unless_the_user_chose() -> None:
     before, after = _threads()
