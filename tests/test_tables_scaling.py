@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,17 +12,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import tables_scaling as ts  # noqa: E402
 
+from tests.test_tables_bench import _write  # noqa: E402
+
 BASE = {
     "commit": "0123456789abcdef+dirty",
     "machine": {"cpu": "Test CPU", "cores": 2},
     "date": "2026-11-27T04:00:00Z",
     "load1": 1.5,
 }
-
-
-def _write(path: Path, records: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
 
 
 def _scaling(inv: str = "B", **kw: Any) -> dict[str, Any]:

@@ -192,21 +192,20 @@ def _gae_kernel() -> Callable[..., None] | None:
     global _GAE, _GAE_LOADED
     if not _GAE_LOADED:
         _GAE_LOADED = True
-        numba = _numba()
-        if numba is not None:
-            _GAE = numba.njit(cache=True, nogil=True)(_gae_loop)
+        _GAE = _jit(_gae_loop)
     return _GAE
 
 
-def _numba() -> Any:
-    """The numba module, or ``None`` when it is not installed or ``TDRL_NUMBA=0``."""
+def _jit(loop: Callable[..., None]) -> Callable[..., None] | None:
+    """``loop`` compiled by numba (cached on disk), or ``None`` when numba is not installed
+    or ``TDRL_NUMBA=0``."""
     if os.environ.get("TDRL_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     try:
         import numba
     except ImportError:
         return None
-    return numba
+    return numba.njit(cache=True, nogil=True)(loop)  # type: ignore[no-any-return]
 
 
 def _flat_values(name: str, v: ArrayLike, size: int) -> np.ndarray:
@@ -535,9 +534,7 @@ def _nstep_kernel() -> Callable[..., None] | None:
     global _NSTEP, _NSTEP_LOADED
     if not _NSTEP_LOADED:
         _NSTEP_LOADED = True
-        numba = _numba()
-        if numba is not None:
-            _NSTEP = numba.njit(cache=True, nogil=True)(_nstep_loop)
+        _NSTEP = _jit(_nstep_loop)
     return _NSTEP
 
 
