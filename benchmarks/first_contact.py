@@ -37,23 +37,35 @@ SESSION = re.compile(
     r"nox > Session (\S+) was successful in (?:(\d+) minutes?)?\s*(?:(\d+) seconds?)?"
 )
 PYTEST = re.compile(r"^(\d+) passed(?:, (\d+) skipped)?.* in ([\d.]+)s")
+WORKERS = re.compile(r"^nox > pytest .*?(?:-n|--numprocesses)[ =](\d+)", re.MULTILINE)
+TOTAL = re.compile(r"nox > Ran \d+ sessions? in (?:(\d+) minutes?)?\s*(?:(\d+) seconds?)?")
 TRAIN = ["-m", "tdrl.cli", "train", "ppo", "CartPole-v1", "--stop-reward", "500", "--no-progress"]
 
 
 def parse_nox_log(text: str) -> dict[str, Any]:
-    """Session wall times (seconds, at nox's resolution) and the first pytest summary.
+    """Session wall times (seconds, at nox's resolution), the whole run's, the first pytest
+    summary and its worker count (``-n``; 1 when pytest ran in one process).
 
-    >>> log = ("nox > Running session tests\\n10 passed, 2 skipped in 61.5s\\n"
+    >>> log = ("nox > Running session tests\\nnox > pytest -q -n 2\\n"
+    ...        "10 passed, 2 skipped in 61.5s\\n"
     ...        "nox > Session tests was successful in 2 minutes.\\n"
-    ...        "nox > Session lint was successful in 7 seconds.\\n")
+    ...        "nox > Session lint was successful in 7 seconds.\\n"
+    ...        "nox > Ran 2 sessions in 2 minutes:\\n")
     >>> parsed = parse_nox_log(log)
     >>> parsed["sessions"], parsed["tests_passed"], parsed["tests_skipped"], parsed["pytest_s"]
     ({'tests': 120, 'lint': 7}, 10, 2, 61.5)
+    >>> parsed["pytest_workers"], parsed["total_s"]
+    (2, 120)
     """
     sessions: dict[str, int] = {}
     for m in SESSION.finditer(text):
         sessions[m.group(1)] = int(m.group(2) or 0) * 60 + int(m.group(3) or 0)
     out: dict[str, Any] = {"sessions": sessions}
+    workers = WORKERS.search(text)
+    out["pytest_workers"] = int(workers.group(1)) if workers else 1
+    total = TOTAL.search(text)
+    if total:
+        out["total_s"] = int(total.group(1) or 0) * 60 + int(total.group(2) or 0)
     for line in text.splitlines():
         m = PYTEST.match(line.strip())
         if m:

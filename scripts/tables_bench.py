@@ -564,14 +564,18 @@ def render_first_contact(path: Path | None = None) -> str:
     run, train = runs[-1], trains[-1]
     sessions, env = run["sessions"], run.get("env_mb", {})
     secs = sorted(train["seconds"])
+    workers = run.get("pytest_workers", 1)
+    how_run = "in one process" if workers == 1 else f"on {workers} workers"
+    shared = ", other jobs sharing the machine" if run["load1"] >= 1.5 else ""
+    total = f"; {_minutes(run['total_s'])} in all" if "total_s" in run else ""
     parts = [
         f"What it costs, measured on a fresh clone ({run['date'][:10]}, commit "
         f"`{run['clone_commit'][:7]}`, {run['machine']['cores']} cores, 1-min load "
-        f"{run['load1']:.1f} when recorded, other jobs sharing the machine): the `tests` "
+        f"{run['load1']:.1f} when recorded{shared}): the `tests` "
         f"session took {_minutes(sessions['tests'])} as nox reports it, building its "
         f"environment included ({run['tests_passed']:,} tests passed, {run['tests_skipped']} "
-        f"skipped, in {_minutes(run['pytest_s'])} of pytest, one process); `lint` "
-        f"{_minutes(sessions['lint'])}, `typecheck` {_minutes(sessions['typecheck'])}.",
+        f"skipped, in {_minutes(run['pytest_s'])} of pytest {how_run}); `lint` "
+        f"{_minutes(sessions['lint'])}, `typecheck` {_minutes(sessions['typecheck'])}{total}.",
     ]
     if "tests" in env:
         lint = f", `lint` installs ruff alone ({env['lint']:,} MB)" if "lint" in env else ""

@@ -196,6 +196,11 @@ def test_first_contact_renders_the_newest_nox_run_and_train_timing(tmp_path: Pat
     assert "the `tests` session took 22 min" in text and "2,348 tests passed" in text
     assert "(`.nox/tests`, 2.6 GB on disk)" in text and "ruff alone (36 MB)" in text
     assert "took 24–31 s over 3 runs" in text and "commit `abcdef0`" in text
+    assert "of pytest in one process" in text and "in all" not in text  # an old record
+    parallel = {**run, "pytest_workers": 2, "total_s": 332, "load1": 0.4}
+    text = tb.render_first_contact(_write(tmp_path / "p.jsonl", [parallel, train]))
+    assert "of pytest on 2 workers" in text and "; 6 min in all." in text
+    assert "sharing the machine" not in text  # idle when recorded
     assert "20-line example" not in text  # not measured yet: not mentioned
     example = {**base, "module": "readme_example", "name": "readme_example", "rounds": 3,
                "example_median": 18.04, "cli_median": 17.8, "ratio": 1.0135}  # fmt: skip
