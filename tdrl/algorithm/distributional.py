@@ -41,6 +41,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from tdrl.algorithm.qlearning import QLearningAlgorithm, QLearningPolicy, mask_q
+from tdrl.algorithm.quantile_kernel import fused_quantile_huber
 
 __all__ = [
     "QuantileQLearningAlgorithm",
@@ -278,6 +279,14 @@ class _QuantileHuber(torch.autograd.Function):
         taus: torch.Tensor,
         kappa: float,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        fused = fused_quantile_huber(pred, target, taus, kappa)
+        if fused is not None:  # one compiled pass: the values and the gradient at once
+            loss, priority, grad = fused
+            ctx.save_for_backward(grad)
+            ctx.fused = True
+            ctx.mark_non_differentiable(priority)
+            return loss, priority
+        ctx.fused = False
         p, t = pred.unsqueeze(-1), target.unsqueeze(-2)
         pb, tb = torch.broadcast_tensors(p, t)
         huber = F.smooth_l1_loss(pb, tb, reduction="none", beta=kappa)
@@ -296,6 +305,9 @@ class _QuantileHuber(torch.autograd.Function):
     def backward(  # type: ignore[override]
         ctx: Any, grad_loss: torch.Tensor, grad_priority: Any
     ) -> tuple[torch.Tensor | None, None, None, None]:
+        if ctx.fused:
+            (grad,) = ctx.saved_tensors
+            return grad_loss.unsqueeze(-1) * grad, None, None, None
         pred, target, weight = ctx.saved_tensors
         diff = pred.unsqueeze(-1) - target.unsqueeze(-2)
         kappa = ctx.kappa

@@ -20,7 +20,6 @@ through the episode API.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ import numpy as np
 import torch
 
 from tdrl.algorithm.checks import require_unit
+from tdrl.utils.jit import Kernel
 
 __all__ = [
     "compute_episodic_return",
@@ -183,29 +183,12 @@ def _gae_loop(
         ret[i] = acc + vs
 
 
-_GAE: Callable[..., None] | None = None
-_GAE_LOADED = False
+_GAE = Kernel(_gae_loop)
 
 
 def _gae_kernel() -> Callable[..., None] | None:
     """The numba-compiled :func:`_gae_loop`, or ``None`` without numba (or ``TDRL_NUMBA=0``)."""
-    global _GAE, _GAE_LOADED
-    if not _GAE_LOADED:
-        _GAE_LOADED = True
-        _GAE = _jit(_gae_loop)
-    return _GAE
-
-
-def _jit(loop: Callable[..., None]) -> Callable[..., None] | None:
-    """``loop`` compiled by numba (cached on disk), or ``None`` when numba is not installed
-    or ``TDRL_NUMBA=0``."""
-    if os.environ.get("TDRL_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
-        return None
-    try:
-        import numba
-    except ImportError:
-        return None
-    return numba.njit(cache=True, nogil=True)(loop)  # type: ignore[no-any-return]
+    return _GAE.get()
 
 
 def _flat_values(name: str, v: ArrayLike, size: int) -> np.ndarray:
@@ -524,18 +507,13 @@ def _nstep_loop(
         disc[i] = 0.0 if term[j] else powers[steps]
 
 
-_NSTEP: Callable[..., None] | None = None
-_NSTEP_LOADED = False
+_NSTEP = Kernel(_nstep_loop)
 
 
 def _nstep_kernel() -> Callable[..., None] | None:
     """The numba-compiled :func:`_nstep_loop`, or ``None`` without numba (or
     ``TDRL_NUMBA=0``)."""
-    global _NSTEP, _NSTEP_LOADED
-    if not _NSTEP_LOADED:
-        _NSTEP_LOADED = True
-        _NSTEP = _jit(_nstep_loop)
-    return _NSTEP
+    return _NSTEP.get()
 
 
 def _nstep_reward_discount(

@@ -89,8 +89,7 @@ def test_updates_then_search_stay_identical() -> None:
 
 
 def test_numpy_fallback_when_numba_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(segtree, "_KERNEL", None)
-    monkeypatch.setattr(segtree, "_KERNEL_LOADED", True)
+    monkeypatch.setattr(segtree, "_load_kernel", lambda: None)
     assert not segtree.numba_available()
     tree = SumMinTree(8)
     assert tree.backend == "numpy"

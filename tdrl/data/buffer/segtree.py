@@ -20,11 +20,12 @@ floating-point operations as the numpy descent, so both give identical leaves. S
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from tdrl.utils.jit import Kernel
 
 __all__ = ["SumMinTree", "numba_available"]
 
@@ -130,25 +131,15 @@ def _search_kernel(
             out[q] = out[q] * k + cnt
 
 
-_KERNEL: Callable[..., None] | None = None
-_KERNEL_LOADED = False
+_F64 = "float64[::1]"
+_KERNEL = Kernel(
+    _search_kernel, signature=f"void({_F64}, int64[::1], int64, {_F64}, {_F64}, {_F64}, int64[::1])"
+)
 
 
 def _load_kernel() -> Callable[..., None] | None:
     """Compile (or load from numba's disk cache) the search kernel; ``None`` without numba."""
-    global _KERNEL, _KERNEL_LOADED
-    if not _KERNEL_LOADED:
-        _KERNEL_LOADED = True
-        if os.environ.get("TDRL_NUMBA", "1").strip().lower() in ("0", "false", "no", "off"):
-            return None
-        try:
-            import numba
-        except ImportError:
-            return None
-        f64 = "float64[::1]"
-        sig = f"void({f64}, int64[::1], int64, {f64}, {f64}, {f64}, int64[::1])"
-        _KERNEL = numba.njit(sig, cache=True, nogil=True)(_search_kernel)
-    return _KERNEL
+    return _KERNEL.get()
 
 
 def numba_available() -> bool:
