@@ -8,9 +8,12 @@ same results. :class:`Kernel` compiles on first use and caches the machine code 
 >>> def add_one(x):
 ...     for i in range(x.shape[0]):
 ...         x[i] += 1.0
->>> kernel = Kernel(add_one)
->>> kernel.get() is None or callable(kernel.get())
-True
+>>> kernel = Kernel(add_one, cache=False)  # cache=False: a doctest has no file to cache by
+>>> import numpy as np
+>>> x = np.zeros(3)
+>>> compiled = kernel.get()
+>>> (compiled or add_one)(x); x.tolist()
+[1.0, 1.0, 1.0]
 """
 
 from __future__ import annotations
@@ -40,12 +43,19 @@ class Kernel:
         to compile per argument types.
     :param fastmath: let LLVM reassociate floating-point sums so that loops vectorize (the
         results then differ from a sequential sum in the last bits).
+    :param cache: keep the machine code in numba's on-disk cache beside the module (off for
+        a function defined outside a file).
     """
 
     def __init__(
-        self, loop: Callable[..., Any], *, signature: str | None = None, fastmath: bool = False
+        self,
+        loop: Callable[..., Any],
+        *,
+        signature: str | None = None,
+        fastmath: bool = False,
+        cache: bool = True,
     ) -> None:
-        self.loop, self.signature, self.fastmath = loop, signature, fastmath
+        self.loop, self.signature, self.fastmath, self.cache = loop, signature, fastmath, cache
         self._compiled: Callable[..., Any] | None = None
         self._loaded = False
 
@@ -59,8 +69,8 @@ class Kernel:
                 import numba
             except ImportError:
                 return None
-            jit = numba.njit(cache=True, nogil=True, fastmath=self.fastmath)
-            if self.signature is not None:
-                jit = numba.njit(self.signature, cache=True, nogil=True, fastmath=self.fastmath)
+            jit = numba.njit(
+                self.signature, cache=self.cache, nogil=True, fastmath=self.fastmath
+            )  # a signature of None: compiled per argument types on first call
             self._compiled = jit(self.loop)
         return self._compiled
