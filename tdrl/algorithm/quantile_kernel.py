@@ -88,7 +88,8 @@ def fused_quantile_huber(
     n, m = pred.shape[-1], target.shape[-1]
     p = pred.detach().reshape(-1, n).contiguous()
     t = target.detach().reshape(-1, m).contiguous()
-    w = taus.detach().to(pred.dtype).expand(pred.shape).reshape(-1, n).contiguous()
+    # a broadcast view (stride 0 over the batch for QR-DQN's shared taus): read in place
+    w = taus.detach().to(pred.dtype).expand(pred.shape).reshape(-1, n)
     loss = torch.empty(p.shape[0], dtype=pred.dtype)
     priority = torch.empty_like(loss)
     grad = torch.empty_like(p)
