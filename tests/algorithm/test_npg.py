@@ -16,6 +16,7 @@ from tensordict import TensorDict
 from torch.distributions import Categorical, Independent, Normal, kl_divergence
 
 import tdrl.algorithm.modelfree.npg as npg_module
+from tdrl.algorithm.fisher import GaussNewtonFisher
 from tdrl.algorithm.modelfree.npg import NPG, conjugate_gradients, flat_grad, set_flat_params
 from tdrl.algorithm.policy_gradient import ActorPolicy
 from tdrl.data.batch import Batch
@@ -379,6 +380,7 @@ def run_against_tianshou(
     continuous: bool,
     repeat: int,
     batch_size: int | None = None,
+    gauss_newton: bool = True,
     **kw: Any,
 ) -> dict[str, Any]:
     """Build both libraries' algorithm with the same weights on the same rollout and run
@@ -397,10 +399,12 @@ def run_against_tianshou(
     actor, critic = SharedActor(continuous), SharedCritic()
     space: gym.Space = gym.spaces.Box(-1.0, 1.0, (2,)) if continuous else gym.spaces.Discrete(3)
     dist_fn = independent_normal if continuous else categorical
+    # tdrl's side gets the bare tdrl actor (same weights): its Gauss-Newton Fisher path
     ours = ours_cls(
-        policy=ActorPolicy(actor=copy.deepcopy(actor), action_space=space, dist_fn=dist_fn),
+        policy=ActorPolicy(actor=copy.deepcopy(actor).net, action_space=space, dist_fn=dist_fn),
         critic=copy.deepcopy(critic),
         optim=1e-3,
+        gauss_newton=gauss_newton,
         **kw,
     )
     peer_policy: Any = ProbabilisticActorPolicy if continuous else DiscreteActorPolicy
@@ -474,11 +478,21 @@ def assert_matches_tianshou(r: dict[str, Any], steps: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("continuous", "batch_size", "steps"),
-    [(False, None, 2), (True, None, 2), (True, 20, 4)],  # 48 samples: minibatches 20 + 28
+    ("continuous", "batch_size", "steps", "gauss_newton"),
+    [
+        (False, None, 2, True),
+        (True, None, 2, True),
+        (True, 20, 4, True),  # 48 samples: minibatches 20 + 28
+        (False, None, 2, False),  # the KL's double backward, as Tianshou computes F v
+        (True, None, 2, False),
+    ],
 )
 def test_update_matches_tianshou_exactly(
-    continuous: bool, batch_size: int | None, steps: int
+    continuous: bool,
+    batch_size: int | None,
+    steps: int,
+    gauss_newton: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("tianshou")
     from tianshou.algorithm import NPG as TNPG
@@ -491,7 +505,18 @@ def test_update_matches_tianshou_exactly(
         optim_critic_iters=3,
         trust_region_size=0.3,
     )
-    r = run_against_tianshou(NPG, TNPG, continuous, repeat=2, batch_size=batch_size, **kw)
+    products: list[int] = []
+    product = GaussNewtonFisher.product
+
+    def spy(self: GaussNewtonFisher, *args: Any) -> Any:
+        products.append(1)
+        return product(self, *args)
+
+    monkeypatch.setattr(GaussNewtonFisher, "product", spy)
+    r = run_against_tianshou(
+        NPG, TNPG, continuous, repeat=2, batch_size=batch_size, gauss_newton=gauss_newton, **kw
+    )
+    assert len(products) == (steps if gauss_newton else 0)  # the path under test ran
     assert_matches_tianshou(r, steps)
     assert r["got"]["step_size"] == pytest.approx(0.3)  # NPG's fixed step
 

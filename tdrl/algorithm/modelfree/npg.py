@@ -7,7 +7,7 @@ actor, then ``optim_critic_iters`` optimizer steps on the critic::
 
     L(theta)  = -mean(log pi_theta(a | s) A)                    (loss_objective)
     g         = grad_theta L
-    F v       = grad_theta (grad_theta KL(pi_old || pi_theta) . v) + damping v
+    F v       = (Hessian_theta KL(pi_old || pi_theta)) v + damping v
                                                                 (Fisher-vector product)
     d         = -F^-1 g   by cg_iters steps of conjugate gradients   (search direction)
     theta    <- theta + trust_region_size d                     (set as a flat vector)
@@ -15,8 +15,11 @@ actor, then ``optim_critic_iters`` optimizer steps on the critic::
         L_v = mean((R - V(s))^2);  V <- optimizer step on L_v    (loss_critic)
 
 ``KL(pi_old || pi_theta)`` is taken at ``pi_old = pi_theta`` (its value and gradient are
-zero there, its Hessian is the Fisher matrix), so ``F`` needs a gradient of a gradient:
-``torch.autograd.grad(..., create_graph=True)``. :class:`~tdrl.algorithm.modelfree.trpo.TRPO`
+zero there, its Hessian is the Fisher matrix). Tianshou takes ``F v`` as a gradient of a
+gradient (``torch.autograd.grad(..., create_graph=True)``); for tdrl's own actors NPG
+computes the same product as ``J^T H J v`` (:mod:`tdrl.algorithm.fisher`: one forward-mode
+and one backward pass, about half the cost, equal to float rounding).
+:class:`~tdrl.algorithm.modelfree.trpo.TRPO`
 replaces the fixed step by the largest one within a KL bound and a backtracking line search.
 
 ``forward(td)`` (TorchRL) returns ``loss_objective`` and ``loss_critic`` at the current
@@ -25,6 +28,7 @@ parameters; :meth:`NPG.actor_step` applies the natural-gradient step to a batch.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +41,7 @@ from torch.distributions import Distribution, kl_divergence
 from typing_extensions import Required, Unpack
 
 from tdrl.algorithm.checks import require_at_least
+from tdrl.algorithm.fisher import GaussNewtonFisher
 from tdrl.algorithm.optim import OptimizerFactory
 from tdrl.algorithm.policy_gradient import ActorPolicy, OnPolicyAlgorithm, OnPolicyParams
 from tdrl.data.batch import Batch
@@ -58,6 +63,7 @@ class NPGParams(OnPolicyParams, total=False):
     damping: float
     cg_iters: int
     max_grad_norm: float | None
+    gauss_newton: bool
 
 
 def flat_grad(y: torch.Tensor, params: Sequence[torch.Tensor], **kwargs: Any) -> torch.Tensor:
@@ -85,6 +91,11 @@ def set_flat_params(params: Sequence[torch.Tensor], flat: torch.Tensor) -> None:
         n = p.numel()
         p.copy_(flat[start : start + n].view_as(p))
         start += n
+
+
+def _detached(z: Any) -> Any:
+    """An actor output (a tensor, or a tuple of them) without its graph."""
+    return tuple(t.detach() for t in z) if isinstance(z, (tuple, list)) else z.detach()
 
 
 def conjugate_gradients(
@@ -132,6 +143,10 @@ class NPG(OnPolicyAlgorithm):
     :param damping: ``F + damping I`` is inverted (numerical stability).
     :param cg_iters: conjugate-gradient iterations for ``F^-1 g``.
     :param max_grad_norm: clip the critic's gradient norm (``None``: off).
+    :param gauss_newton: compute ``F v`` as ``J^T H J v``
+        (:class:`~tdrl.algorithm.fisher.GaussNewtonFisher`: the same product to float
+        rounding, about half the cost) for the actors it knows; ``False``, or any other
+        actor: the KL's double backward, as Tianshou.
 
     ``gamma``, ``gae_lambda``, ``max_batchsize`` and ``return_scaling`` are
     :class:`~tdrl.algorithm.policy_gradient.OnPolicyAlgorithm`'s.
@@ -163,6 +178,7 @@ class NPG(OnPolicyAlgorithm):
         damping: float = 0.1,
         cg_iters: int = 10,
         max_grad_norm: float | None = None,
+        gauss_newton: bool = True,
         **kwargs: Unpack[OnPolicyParams],
     ) -> None:
         require_at_least(1, optim_critic_iters=optim_critic_iters, cg_iters=cg_iters)
@@ -176,6 +192,7 @@ class NPG(OnPolicyAlgorithm):
         self.advantage_normalization = advantage_normalization
         self.damping = damping
         self.cg_iters = cg_iters
+        self.gauss_newton = gauss_newton
         self.optim = self._create_optimizer(critic, optim, max_grad_norm)
         # forward(td) returns both terms; update() steps the actor by actor_step (no GradStep)
         self._add_stage(self.actor_losses)
@@ -245,14 +262,25 @@ class NPG(OnPolicyAlgorithm):
         ``loss_objective`` before the step, the ``kl`` of the step and its ``step_size``."""
         td = self.prepare(td)
         params = [p for p in self.policy.actor.parameters() if p.requires_grad]
-        loss = self.actor_losses(td)["loss_objective"]
-        grad = flat_grad(loss, params)
-        with torch.no_grad():
-            old = self.policy.dist(self.obs_of(td))[0]
-        kl_grad = flat_grad(self.kl(td, old), params, create_graph=True)
+        fisher = GaussNewtonFisher.for_actor(self.policy.actor) if self.gauss_newton else None
+        with fisher.recording() if fisher is not None else contextlib.nullcontext():
+            dist, z, _ = self.policy.dist(self.obs_of(td))
+        loss = self.surrogate(td, dist)
+        grad = flat_grad(loss, params, retain_graph=True)
+        # pi_old: the same forward's output, detached (what a no-grad forward computes)
+        old = self.policy.dist_fn(_detached(z))
+        if fisher is not None:
+            product = fisher.product(
+                z, params, self.policy.dist_fn, lambda new: self.kl(td, old, new)
+            )
 
-        def fvp(v: torch.Tensor) -> torch.Tensor:
-            return self.fisher_vector_product(kl_grad, v, params)
+            def fvp(v: torch.Tensor) -> torch.Tensor:
+                return product(v) + self.damping * v
+        else:
+            kl_grad = flat_grad(self.kl(td, old, dist), params, create_graph=True)
+
+            def fvp(v: torch.Tensor) -> torch.Tensor:
+                return self.fisher_vector_product(kl_grad, v, params)
 
         direction = -conjugate_gradients(fvp, grad, self.cg_iters)
         with torch.no_grad():
