@@ -180,7 +180,9 @@ class GaussNewtonFisher:
         outs = _as_tuple(z)
         leaves = [o.detach().requires_grad_(True) for o in outs]
         new = dist_fn(tuple(leaves) if isinstance(z, (tuple, list)) else leaves[0])
-        kl_grad = torch.autograd.grad(kl(new), leaves, create_graph=True)
+        grads = torch.autograd.grad(kl(new), leaves, create_graph=True, allow_unused=True)
+        # an output the distribution ignores (a fixed scale) has no curvature: zeros
+        kl_grad = [torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads)]
         hessian = _Blocks.of(new, kl_grad, leaves) or _Autograd(kl_grad, leaves)
         sizes = [p.numel() for p in params]
         live = [i for i, o in enumerate(outs) if o.requires_grad]  # not a frozen log std
@@ -214,6 +216,8 @@ class _Autograd:
 
     def __call__(self, u: list[torch.Tensor]) -> list[torch.Tensor]:
         inner = torch.stack([(g * t).sum() for g, t in zip(self.kl_grad, u)]).sum()
+        if not inner.requires_grad:  # no output has curvature (a KL constant in z)
+            return [torch.zeros_like(x) for x in self.leaves]
         h = torch.autograd.grad(inner, self.leaves, retain_graph=True, allow_unused=True)
         return [torch.zeros_like(x) if y is None else y for x, y in zip(self.leaves, h)]
 

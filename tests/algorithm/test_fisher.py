@@ -86,6 +86,22 @@ def test_product_is_the_kl_hessian_product(name: str, frozen: str | None) -> Non
         torch.testing.assert_close(gauss_newton(actor, obs, dist_fn, v), expected)
 
 
+def test_an_output_the_distribution_ignores() -> None:
+    """A fixed scale: the actor's ``scale`` output never reaches the KL."""
+
+    def fixed_scale(z: Any) -> Independent:
+        return Independent(Normal(z[0], torch.ones_like(z[0])), 1)
+
+    torch.manual_seed(2)
+    actor = gaussian(activation=nn.Tanh).double()
+    obs = torch.randn(16, 5, dtype=torch.float64)
+    params = [p for p in actor.parameters() if p is not actor.log_std]
+    actor.log_std.requires_grad_(False)
+    v = torch.randn(sum(p.numel() for p in params), dtype=torch.float64)
+    expected = double_backward(actor, obs, fixed_scale, v)
+    torch.testing.assert_close(gauss_newton(actor, obs, fixed_scale, v), expected)
+
+
 def test_float32_agrees_to_rounding() -> None:
     torch.manual_seed(1)
     actor = gaussian(activation=nn.Tanh)
