@@ -182,11 +182,21 @@ def quantile_midpoints(
 
 
 def _broadcast(*shapes: tuple[int, ...] | torch.Size) -> tuple[int, ...] | None:
-    """The broadcast of ``shapes``, or None where they do not broadcast."""
-    try:
-        return tuple(torch.broadcast_shapes(*shapes))
-    except RuntimeError:
-        return None
+    """The broadcast of ``shapes``, or None where they do not broadcast (numpy's rule, in
+    plain Python: ``torch.broadcast_shapes`` costs ~25 µs, a tenth of a small loss).
+
+    >>> _broadcast((5,), (3, 1)), _broadcast((0, 1), (1, 4)), _broadcast((2,), (3,))
+    ((3, 5), (0, 4), None)
+    """
+    out = [1] * max(map(len, shapes), default=0)
+    for shape in shapes:
+        for i, d in enumerate(shape, len(out) - len(shape)):
+            if d != 1:
+                if out[i] == 1:
+                    out[i] = d
+                elif out[i] != d:
+                    return None
+    return tuple(out)
 
 
 def _pairwise(pred: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -579,3 +579,18 @@ def test_quantile_huber_loss_matches_tianshou(kind: str) -> None:
     if kind == "iqn":  # N != M here: the papers' reduction differs by M / N
         alt = quantile_huber_loss(pred, returns, fractions, sum_over="pred")
         torch.testing.assert_close(alt * returns.shape[1] / n, ours)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from([0, 1, 2, 3]), max_size=3).map(tuple), min_size=1, max_size=3)
+)
+def test_shape_broadcast_is_torchs(shapes: list[tuple[int, ...]]) -> None:
+    """The plain-Python shape broadcast used by the loss checks agrees with torch's."""
+    from tdrl.algorithm.distributional import _broadcast
+
+    try:
+        expected: tuple[int, ...] | None = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        expected = None
+    assert _broadcast(*shapes) == expected
