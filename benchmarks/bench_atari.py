@@ -18,7 +18,9 @@ returns, gradient step) and the rest of the trainer. Tianshou 2.0.1's trainer sc
 replay buffer for NaNs after every collect (``buffer.hasnull()``, not optional; its cost
 grows with the buffer): it is in Tianshou's "rest". The ratio line gives the speed-up of tdrl
 in env steps per second, overall and for collects + updates alone, and the same for the
-wrappers alone (one env, random actions, no learning).
+wrappers alone (one env, random actions, no learning). Both lines are recorded
+(``benchmarks/results/atari/results.jsonl``; ``scripts/render_tables.py`` renders the
+README's table from the newest run).
 
 Tianshou 2.0.1's ``atari_wrapper`` asks numpy for ``np.dtype(np.integer)``, which numpy >=
 2.3 refuses; its ``get_space_dtype`` is replaced by the space's own dtype here (nothing
@@ -39,6 +41,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+
+from benchmarks.timing import record
 
 TASK = "PongNoFrameskip-v4"
 STEPS = 2000
@@ -249,6 +253,7 @@ def main() -> None:
         run_tdrl(20, weights)
         run_tianshou(20, weights)
     ours_w, peer_w = wrapper_rates(WRAPPER_STEPS)
+    record("wrap_deepmind", kind="wrapper", steps=WRAPPER_STEPS, tdrl_sps=ours_w, peer_sps=peer_w)
     print(
         f"wrap_deepmind alone (1 env, random actions): tdrl {ours_w:6.0f} env steps/s, "
         f"tianshou {peer_w:6.0f} env steps/s, speed-up {ours_w / peer_w:4.2f}x",
@@ -269,6 +274,7 @@ def main() -> None:
         f"{core[0] / core[1]:4.2f}x)",
         flush=True,
     )
+    record(f"dqn {TASK}", kind="train", task=TASK, envs=10, tdrl=ours, tianshou=peer)
     print(f"(bench_atari took {time.perf_counter() - begin:.0f} s)", flush=True)
 
 

@@ -45,6 +45,7 @@ MUJOCO_SHORT = RESULTS / "mujoco-2026-11-23-short" / "report.md"
 GPU = RESULTS / "gpu-2026-11-26"
 ROOFLINE = RESULTS / "roofline" / "results.jsonl"
 FIRST_CONTACT = RESULTS / "first-contact" / "results.jsonl"
+ATARI = RESULTS / "atari" / "results.jsonl"
 
 Record = dict[str, Any]
 
@@ -544,6 +545,40 @@ def render_roofline(path: Path | None = None) -> str:
     return "\n".join(lines) + "\n\n" + provenance(records, extra)
 
 
+# ---------------------------------------------------------------- atari
+
+
+def render_atari(path: Path | None = None) -> str:
+    """DQN on Pong, env steps per second of each library's trainer and its split, and the
+    DeepMind wrappers alone: ``python -m benchmarks atari``."""
+    records = newest(load_jsonl(path or ATARI, "python -m benchmarks atari"))
+    train = next((r for r in records if r.get("kind") == "train"), None)
+    wrap = next((r for r in records if r.get("kind") == "wrapper"), None)
+    if train is None or wrap is None:
+        raise SystemExit(f"{_rel(path or ATARI)}: expected a train and a wrapper record "
+                         "(written by `python -m benchmarks atari`)")  # fmt: skip
+    sides = train["tdrl"], train["tianshou"]
+    rate = [s["steps"] / s["total"] for s in sides]
+    core = [s["steps"] / (s["collect"] + s["update"]) for s in sides]
+    split = [
+        f"{s['collect']:.1f} / {s['update']:.1f} / {s['total'] - s['collect'] - s['update']:.1f} s"
+        for s in sides
+    ]
+    lines = [
+        "| what | tdrl | Tianshou 2.0.1 | speed-up |",
+        "|---|---|---|---|",
+        f"| DQN on {train['task']}, {train['envs']} envs, {sides[0]['steps']:,.0f} training "
+        f"env steps: env steps/s | {rate[0]:,.0f} | {rate[1]:,.0f} | {rate[0] / rate[1]:.2f}× |",
+        f"| ↳ collects / updates / rest of the trainer | {split[0]} | {split[1]} | |",
+        f"| ↳ collects + updates alone: env steps/s | {core[0]:,.0f} | {core[1]:,.0f} "
+        f"| {core[0] / core[1]:.2f}× |",
+        f"| `wrap_deepmind` alone, 1 env, random actions ({wrap['steps']:,} steps): env "
+        f"steps/s | {wrap['tdrl_sps']:,.0f} | {wrap['peer_sps']:,.0f} "
+        f"| {wrap['tdrl_sps'] / wrap['peer_sps']:.2f}× |",
+    ]
+    return "\n".join(lines) + "\n\n" + provenance(records)
+
+
 # ---------------------------------------------------------------- first contact
 
 
@@ -616,5 +651,6 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "recipes-classic-links": render_recipes_classic_links,
     "roofline": render_roofline,
     "first-contact": render_first_contact,
+    "atari": render_atari,
 }
 """The renderers this module adds to ``scripts/render_tables.py``."""

@@ -208,3 +208,55 @@ def test_first_contact_renders_the_newest_nox_run_and_train_timing(tmp_path: Pat
     assert "took 18.0 s against 17.8 s" in text and "3 alternating rounds: 1.01×" in text
     with pytest.raises(SystemExit, match="readme_train"):
         tb.render_first_contact(_write(tmp_path / "g.jsonl", [run]))
+
+
+def test_atari_renders_rates_split_and_wrappers(tmp_path: Path) -> None:
+    row = {**BASE, "module": "bench_atari"}
+    side = {"collect": 6.0, "update": 2.0, "total": 10.0, "steps": 2000.0}
+    peer = {"collect": 12.0, "update": 4.0, "total": 20.0, "steps": 2000.0}
+    recs = [
+        {
+            **row,
+            "invocation": "B",
+            "name": "wrap_deepmind",
+            "kind": "wrapper",
+            "steps": 1000,
+            "tdrl_sps": 3000.0,
+            "peer_sps": 1500.0,
+        },
+        {
+            **row,
+            "invocation": "B",
+            "name": "dqn Pong",
+            "kind": "train",
+            "task": "Pong",
+            "envs": 10,
+            "tdrl": side,
+            "tianshou": peer,
+        },
+        {
+            **row,
+            "invocation": "A",
+            "name": "wrap_deepmind",
+            "kind": "wrapper",
+            "steps": 1000,
+            "tdrl_sps": 9999.0,
+            "peer_sps": 1.0,
+        },
+    ]
+    text = tb.render_atari(_write(tmp_path / "a.jsonl", recs))
+    assert (
+        "| DQN on Pong, 10 envs, 2,000 training env steps: env steps/s | 200 | 100 | 2.00× |"
+        in (text)
+    )
+    split = (
+        "| ↳ collects / updates / rest of the trainer | 6.0 / 2.0 / 2.0 s | 12.0 / 4.0 / 4.0 s | |"
+    )
+    assert split in text
+    assert "| ↳ collects + updates alone: env steps/s | 250 | 125 | 2.00× |" in text
+    assert "(1,000 steps): env steps/s | 3,000 | 1,500 | 2.00× |" in text
+    assert "9,999" not in text  # the newest invocation only
+    with pytest.raises(SystemExit, match="a train and a wrapper record"):
+        tb.render_atari(_write(tmp_path / "b.jsonl", recs[:1]))
+    with pytest.raises(SystemExit, match="python -m benchmarks atari"):
+        tb.render_atari(tmp_path / "missing.jsonl")
