@@ -87,17 +87,36 @@ LANE_PAUSE_LOCK = Path(__file__).resolve().parent / "long" / "pause.lock"
 runs meanwhile, so they never skew a speed figure."""
 
 
+_LANE_PAUSE_DEPTH = [0]
+"""How many :func:`lane_paused` blocks this process is inside (the lock is taken once)."""
+
+
 @contextlib.contextmanager
 def lane_paused() -> Iterator[None]:
     """Pause the long-run lane while the block runs (an exclusive ``flock`` on
-    :data:`LANE_PAUSE_LOCK`; released when the block ends or the process dies)."""
-    LANE_PAUSE_LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with LANE_PAUSE_LOCK.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        time.sleep(3)  # the lane polls every 2 s: its runs are stopped before timing starts
+    :data:`LANE_PAUSE_LOCK`; released when the block ends or the process dies).
+
+    Re-entrant: a block inside another (``python -m benchmarks`` running a module that
+    pauses the lane itself, such as ``bench_mujoco`` or ``bench_peers``) holds nothing more.
+    A second ``flock`` from the same process on a new file description would wait for the
+    first forever.
+    """
+    if _LANE_PAUSE_DEPTH[0]:
+        _LANE_PAUSE_DEPTH[0] += 1
         try:
             yield
         finally:
+            _LANE_PAUSE_DEPTH[0] -= 1
+        return
+    LANE_PAUSE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with LANE_PAUSE_LOCK.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        _LANE_PAUSE_DEPTH[0] = 1
+        try:
+            time.sleep(3)  # the lane polls every 2 s: its runs are stopped before timing starts
+            yield
+        finally:
+            _LANE_PAUSE_DEPTH[0] = 0
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
