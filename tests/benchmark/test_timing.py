@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import sys
 import threading
 from pathlib import Path
@@ -12,16 +11,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks import timing  # noqa: E402
+from benchmarks.long import lane  # noqa: E402
 
 
-def _lock_is_free(path: Path) -> bool:
-    with path.open("a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(f, fcntl.LOCK_UN)
-        return True
+def _lock_is_free(path: Path, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """What the lane itself sees (``lane._pause_held``) for the lock at ``path``."""
+    monkeypatch.setattr(lane, "PAUSE_LOCK", path)
+    return not lane._pause_held()
 
 
 def test_nested_pauses_do_not_wait_on_themselves(
@@ -37,9 +33,9 @@ def test_nested_pauses_do_not_wait_on_themselves(
     def nested() -> None:
         with timing.lane_paused():
             with timing.lane_paused():
-                seen.append(_lock_is_free(lock))
-            seen.append(_lock_is_free(lock))  # the outer block still holds it
-        seen.append(_lock_is_free(lock))
+                seen.append(_lock_is_free(lock, monkeypatch))
+            seen.append(_lock_is_free(lock, monkeypatch))  # the outer block still holds it
+        seen.append(_lock_is_free(lock, monkeypatch))
 
     worker = threading.Thread(target=nested, daemon=True)
     worker.start()
@@ -56,6 +52,6 @@ def test_the_lock_is_released_when_the_block_raises(
     monkeypatch.setattr(timing.time, "sleep", lambda s: None)
     with pytest.raises(RuntimeError), timing.lane_paused(), timing.lane_paused():
         raise RuntimeError("boom")
-    assert _lock_is_free(lock)
+    assert _lock_is_free(lock, monkeypatch)
     with timing.lane_paused():  # and it can be taken again
-        assert not _lock_is_free(lock)
+        assert not _lock_is_free(lock, monkeypatch)
