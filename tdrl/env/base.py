@@ -199,8 +199,10 @@ class BaseVectorEnv(ABC):
         if env_id is None:
             return self._all_ids
         ids = np.asarray(env_id, dtype=np.int64).reshape(-1)
-        if ids.size and (ids.min() < 0 or ids.max() >= self.env_num):
-            raise IndexError(f"env_id must be in [0, {self.env_num}), got {ids.tolist()}")
+        # the range check on a list: Python's min/max of a few ids beat numpy's reductions
+        listed = ids.tolist()
+        if listed and (min(listed) < 0 or max(listed) >= self.env_num):
+            raise IndexError(f"env_id must be in [0, {self.env_num}), got {listed}")
         return ids
 
     def _wrap_id(self, env_id: EnvIds = None) -> list[int]:
@@ -216,6 +218,8 @@ class BaseVectorEnv(ABC):
         return [int(i) for i in self._ids(env_id)]
 
     def _check_ready(self, ids: np.ndarray) -> None:
+        if not self.is_async:  # only async mode leaves envs stepping between calls
+            return
         busy = ids[self._waiting[ids]]
         if busy.size:
             raise RuntimeError(
@@ -299,7 +303,7 @@ class BaseVectorEnv(ABC):
 
     @staticmethod
     def _check_action(action: Any, ids: np.ndarray) -> np.ndarray:
-        act = to_numpy_action(action)
+        act = action if type(action) is np.ndarray else to_numpy_action(action)
         if act.ndim == 0 or len(act) != len(ids):
             raise ValueError(
                 f"action: expected leading dim {len(ids)} (one per selected env), "
