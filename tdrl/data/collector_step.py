@@ -159,9 +159,11 @@ def _rows_tensor(x: Any, n: int) -> torch.Tensor | None:
         return None
 
 
-_LAST_INFO_LEAF: list[Any] = [None, None]
-"""The last ``info["env_id"]`` array :func:`_policy_input` converted, and its tensor (which
-shares its memory): the collector passes the same ``env_ids`` array every step."""
+_LAST_INFO_LEAF: list[tuple[Any, Any]] = [(object(), None)]
+"""``[(array, tensor)]``: the last ``info["env_id"]`` array :func:`_policy_input` converted,
+and its tensor (which shares its memory): the collector passes the same ``env_ids`` array
+every step. One tuple, read and replaced whole, so collectors in other threads cannot pair
+one's array with another's tensor."""
 
 
 def _policy_input(obs: Tree, info: dict[str, Any], size: torch.Size) -> Batch | None:
@@ -180,17 +182,19 @@ def _policy_input(obs: Tree, info: dict[str, Any], size: torch.Size) -> Batch | 
     entries: dict[str, Any] = {"obs": t}
     if info:
         sub = {}
-        last = _LAST_INFO_LEAF
+        last = _LAST_INFO_LEAF[0]
         for key, value in info.items():
+            if type(key) is not str:
+                return None
             if value is last[0]:  # the collector's ``env_ids`` array, step after step
                 sub[key] = last[1]
                 continue
             leaf = _rows_tensor(value, n)
-            if leaf is None or type(key) is not str:
+            if leaf is None:
                 return None
             sub[key] = leaf
             if key == "env_id":
-                last[:] = value, leaf
+                _LAST_INFO_LEAF[0] = (value, leaf)
         entries["info"] = wrap_entries(Batch, sub, size)
     return wrap_entries(Batch, entries, size)
 

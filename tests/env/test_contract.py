@@ -148,8 +148,12 @@ def test_bad_input_errors(make_venv) -> None:
     venv.reset()
     with pytest.raises(ValueError, match="action: expected leading dim 2"):
         venv.step([1, 1, 1])
+    with pytest.raises(ValueError, match="action: expected leading dim 2"):
+        venv.step(np.array([1, 1, 1]))  # a numpy action: the same check
     with pytest.raises(IndexError, match="env_id must be in"):
         venv.step([1], env_id=[5])
+    with pytest.raises(IndexError, match=r"env_id must be in \[0, 2\), got \[-1\]"):
+        venv.reset(env_id=np.array([-1]))
     with pytest.raises(ValueError, match="step\\(None\\)"):
         venv.step(None)
     with pytest.raises(ValueError, match="expected 2 seeds"):
