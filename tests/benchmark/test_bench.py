@@ -226,6 +226,9 @@ def test_the_last_epoch_ends_at_the_planned_total() -> None:
 
 
 @pytest.mark.slow
+# about a minute alone; starting a Ray cluster and importing torch in its workers beside
+# another xdist worker's training on 2 cores once took over 300 s (2026-11-27)
+@pytest.mark.timeout(900)
 def test_ray_backend_runs_a_two_run_sweep(tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
     os.environ.pop("RAY_ADDRESS", None)
