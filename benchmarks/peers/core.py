@@ -203,7 +203,9 @@ def thread_summary(before: dict[str, int], after: dict[str, int]) -> dict[str, A
 
 # ------------------------------------------------------------------- provenance
 def git_commit() -> dict[str, Any]:
-    """The checkout's commit and whether its tree had uncommitted changes."""
+    """The checkout's commit and whether its code had uncommitted changes: files outside
+    ``benchmarks/results/`` (the records a benchmark and the long-run lane write while it
+    runs are not the code that produced them)."""
 
     def git(*args: str) -> str:
         try:
@@ -213,7 +215,8 @@ def git_commit() -> dict[str, Any]:
         except (OSError, subprocess.CalledProcessError):
             return ""
 
-    return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "-s"))}
+    changed = git("status", "--porcelain", "--", ".", ":(exclude)benchmarks/results")
+    return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(changed)}
 
 
 def machine_info() -> dict[str, Any]:

@@ -7,6 +7,7 @@ import dataclasses
 import importlib.util
 import json
 import math
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +224,27 @@ def test_thread_summary_and_provenance() -> None:
     assert core.git_commit()["commit"] != ""
     m = core.machine_info()
     assert m["cores"] and len(m["loadavg"]) == 3
+
+
+def test_provenance_dirty_means_code_not_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "r.jsonl").write_text("{}\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    monkeypatch.setattr(core, "ROOT", tmp_path)
+    assert core.git_commit()["dirty"] is False
+    (tmp_path / "benchmarks" / "results" / "r.jsonl").write_text("{}\n{}\n")  # a record
+    (tmp_path / "benchmarks" / "results" / "new.csv").write_text("a\n")
+    assert core.git_commit()["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")  # the code itself
+    assert core.git_commit()["dirty"] is True
 
 
 def test_child_env_limits_threads() -> None:
