@@ -73,6 +73,8 @@ def to_numpy_action(action: Any) -> np.ndarray:
     >>> to_numpy_action([1, 0]).tolist()
     [1, 0]
     """
+    if type(action) is np.ndarray:  # the per-step case: nothing to convert
+        return action
     if hasattr(action, "detach"):  # torch.Tensor, without importing torch here
         action = action.detach().cpu().numpy()
     return np.asarray(action)
@@ -303,7 +305,7 @@ class BaseVectorEnv(ABC):
 
     @staticmethod
     def _check_action(action: Any, ids: np.ndarray) -> np.ndarray:
-        act = action if type(action) is np.ndarray else to_numpy_action(action)
+        act = to_numpy_action(action)
         if act.ndim == 0 or len(act) != len(ids):
             raise ValueError(
                 f"action: expected leading dim {len(ids)} (one per selected env), "
