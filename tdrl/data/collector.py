@@ -185,6 +185,7 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         self._info: dict[str, np.ndarray] = {}
         self._state: Any = None
         self._rng = np.random.default_rng()
+        self._env_id_memo: list[tuple[Any, Any]] = [(None, None)]  # see ``_policy_input``
         spaces = self.env.action_space
         self._same_spaces = all(space == spaces[0] for space in spaces)
         self.collect_step = 0
@@ -303,7 +304,7 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         with _InferenceMode(True):
             n = len(env_ids)
             size = torch_size(n)
-            batch = _policy_input(obs, info, size)
+            batch = _policy_input(obs, info, size, self._env_id_memo)
             if batch is None:
                 data: dict[str, Any] = {"obs": tree_to_torch(obs)}
                 if info:  # one nested Batch built with the outer one (cheaper than a set)

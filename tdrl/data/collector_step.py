@@ -159,17 +159,16 @@ def _rows_tensor(x: Any, n: int) -> torch.Tensor | None:
         return None
 
 
-_LAST_INFO_LEAF: list[tuple[Any, Any]] = [(object(), None)]
-"""``[(array, tensor)]``: the last ``info["env_id"]`` array :func:`_policy_input` converted,
-and its tensor (which shares its memory): the collector passes the same ``env_ids`` array
-every step. One tuple, read and replaced whole, so collectors in other threads cannot pair
-one's array with another's tensor."""
-
-
-def _policy_input(obs: Tree, info: dict[str, Any], size: torch.Size) -> Batch | None:
+def _policy_input(
+    obs: Tree, info: dict[str, Any], size: torch.Size, memo: list[tuple[Any, Any]] | None = None
+) -> Batch | None:
     """The policy's input ``Batch(obs=..., info=...)`` built without ``Batch``'s general
     conversion, when ``obs`` is a numeric array and ``info`` a flat dict of them, all with
     ``size[0]`` rows (the per-step case); ``None`` otherwise (the caller builds it as usual).
+
+    ``memo`` (a collector's own ``[(array, tensor)]``) keeps the last ``info["env_id"]``
+    array converted and its tensor, which shares the array's memory: the collector passes
+    the same ``env_ids`` array step after step, so it is converted once.
 
     >>> b = _policy_input(np.zeros((2, 3)), {"env_id": np.arange(2)}, torch.Size([2]))
     >>> b.obs.shape, b.info.env_id.tolist()
@@ -182,19 +181,19 @@ def _policy_input(obs: Tree, info: dict[str, Any], size: torch.Size) -> Batch | 
     entries: dict[str, Any] = {"obs": t}
     if info:
         sub = {}
-        last = _LAST_INFO_LEAF[0]
+        last = memo[0] if memo is not None else (None, None)
         for key, value in info.items():
             if type(key) is not str:
                 return None
-            if value is last[0]:  # the collector's ``env_ids`` array, step after step
+            if value is last[0] and value is not None:  # the same ``env_ids`` array
                 sub[key] = last[1]
                 continue
             leaf = _rows_tensor(value, n)
             if leaf is None:
                 return None
             sub[key] = leaf
-            if key == "env_id":
-                _LAST_INFO_LEAF[0] = (value, leaf)
+            if key == "env_id" and memo is not None:
+                memo[0] = (value, leaf)
         entries["info"] = wrap_entries(Batch, sub, size)
     return wrap_entries(Batch, entries, size)
 

@@ -138,17 +138,18 @@ def test_collector_policy_input_equals_the_general_batch() -> None:
 def test_policy_input_reuses_the_env_id_tensor_of_the_same_array_only() -> None:
     obs = np.zeros((3, 2), np.float32)
     ids = np.arange(3)
-    first = _policy_input(obs, {"env_id": ids}, torch.Size([3]))
-    again = _policy_input(obs, {"env_id": ids}, torch.Size([3]))
+    memo: list = [(None, None)]  # a collector's own
+    first = _policy_input(obs, {"env_id": ids}, torch.Size([3]), memo)
+    again = _policy_input(obs, {"env_id": ids}, torch.Size([3]), memo)
     assert first is not None and again is not None
     assert again.info.env_id is first.info.env_id  # the same array: its tensor, reused
     ids[1] = 7  # and it shares the array's memory, as a fresh conversion would
     assert again.info.env_id.tolist() == [0, 7, 2]
-    other = _policy_input(obs, {"env_id": np.array([2, 1, 0])}, torch.Size([3]))
+    other = _policy_input(obs, {"env_id": np.array([2, 1, 0])}, torch.Size([3]), memo)
     assert other is not None and other.info.env_id.tolist() == [2, 1, 0]
     # a value the fast path cannot take still sends the caller to the general path
-    assert _policy_input(obs, {"env_id": None}, torch.Size([3])) is None
-    assert _policy_input(obs, {0: ids}, torch.Size([3])) is None
+    assert _policy_input(obs, {"env_id": None}, torch.Size([3]), memo) is None
+    assert _policy_input(obs, {0: ids}, torch.Size([3]), memo) is None
 
 
 def _common_prefix_pairwise(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
