@@ -37,6 +37,7 @@ from tdrl.data.collector_step import (
     _surely_finite,
     first_nonfinite,
     legal_random_actions,
+    list_step_infos,
     sample_spaces,
     step_infos,
 )
@@ -468,6 +469,12 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         lens: list[int] = []
         # the loop's methods looked up once (the per-step cost is what is left)
         env_step, store, map_action = self.env.step, self._store, self._map_action
+        # a vector env whose ``step`` is the base class's: its per-step core, skipping the
+        # info object array that ``step_infos`` would turn straight back into a dict
+        env = self.env
+        step_ids = (
+            env._step_ids if type(env).step is BaseVectorEnv.step and not env.is_async else None
+        )
         random_action, policy_action = self._random_action, self._policy_action
         logical_or = np.logical_or
         cls = type(self)
@@ -482,10 +489,16 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
                 act, stored = random_action(env_ids, obs), None
             else:
                 act, stored = policy_action(obs, info, env_ids, all_envs)
-            obs_next, rew, terminated, truncated, step_info = env_step(
-                act if no_map else map_action(act), None if all_envs else env_ids
-            )
-            info_next = step_infos(step_info, env_ids)
+            if step_ids is not None:
+                obs_next, rew, terminated, truncated, env_infos = step_ids(
+                    act if no_map else map_action(act), env_ids
+                )
+                info_next = list_step_infos(env_infos, env_ids)
+            else:
+                obs_next, rew, terminated, truncated, step_info = env_step(
+                    act if no_map else map_action(act), None if all_envs else env_ids
+                )
+                info_next = step_infos(step_info, env_ids)
             step = (obs, act, rew, terminated, truncated, obs_next)
             ep_rew, ep_len = store(env_ids, step, info_next, stored)
             if render:

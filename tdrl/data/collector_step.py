@@ -210,3 +210,21 @@ def step_infos(step_info: Any, env_ids: np.ndarray) -> dict[str, Any]:
     if type(first) is dict and len(first) == 1 and "env_id" in first:
         return {"env_id": env_ids}
     return stack_infos(step_info, env_ids)
+
+
+def list_step_infos(infos: list[dict], env_ids: np.ndarray) -> dict[str, Any]:
+    """:func:`step_infos` of the envs' own info dicts, before the vector env gave each its
+    ``env_id`` (``BaseVectorEnv._step_ids``): ``{"env_id": env_ids}`` when every dict is
+    empty (the common step); otherwise each dict gets its ``env_id``, as ``step`` would
+    give it, and they are stacked.
+
+    >>> list_step_infos([{}, {}], np.arange(2))
+    {'env_id': array([0, 1])}
+    >>> list_step_infos([{"x": 1.0}, {"x": 2.0}], np.arange(2))
+    {'env_id': array([0, 1]), 'x': array([1., 2.])}
+    """
+    if not any(infos):
+        return {"env_id": env_ids}
+    for info, i in zip(infos, env_ids.tolist()):
+        info["env_id"] = i
+    return stack_infos(infos, env_ids)

@@ -276,8 +276,7 @@ class BaseVectorEnv(ABC):
                 raise ValueError("step(None) fetches pending results and needs async mode")
             if not len(ids):
                 return self._empty_step()
-            self._send_actions(self._check_action(action, ids), ids)
-            _, obs, rew, term, trunc, infos = self._collect(ids, len(ids), None)
+            obs, rew, term, trunc, infos = self._step_ids(action, ids)
             return obs, rew, term, trunc, _info_array(infos, ids)
         if action is not None and not len(ids):
             return self._empty_step()
@@ -292,6 +291,17 @@ class BaseVectorEnv(ABC):
         ready, obs, rew, term, trunc, infos = self._collect(pending, wait_num, self.timeout)
         self._waiting[ready] = False
         return obs, rew, term, trunc, _info_array(infos, ready)
+
+    def _step_ids(
+        self, action: Any, ids: np.ndarray
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+        """One synchronous step of the envs ``ids`` (a non-empty array of valid ids, outside
+        async mode): ``step``'s results in ``ids`` order, except that the infos are the
+        envs' own dicts in a list, without the ``env_id`` entry and the object array that
+        ``step`` adds. The collector's per-step path (it keeps the ids itself)."""
+        self._send_actions(self._check_action(action, ids), ids)
+        _, obs, rew, term, trunc, infos = self._collect(ids, len(ids), None)
+        return obs, rew, term, trunc, infos
 
     def _empty_obs(self) -> Any:
         try:

@@ -8,6 +8,9 @@
 * The loop's inlined ``_store``, its skipped ``_map_action`` call and its ``env_id``-only
   ``stack_infos`` fall back to the general code when a subclass overrides ``_store`` /
   ``_map_action``, when the policy has ``map_action``, or when infos hold more keys.
+* The loop steps a vector env through ``BaseVectorEnv._step_ids`` (no info object array)
+  only where ``step`` is the base class's; an overridden ``step`` is called as before,
+  and both paths store the same transitions and infos.
 """
 
 from __future__ import annotations
@@ -192,3 +195,26 @@ def test_infos_with_more_keys_take_stack_infos() -> None:
     n = len(c.buffer)
     assert (c.buffer.info.score[:n] == 2.5).any()
     assert all("score" in keys for keys in seen[1:])  # after the first step
+
+
+def test_overridden_vector_env_step_is_called_and_stores_the_same() -> None:
+    calls = {"step": 0}
+
+    class Counted(DummyVectorEnv):
+        def step(self, action: Any, env_id: Any = None, *, id: Any = None) -> Any:
+            calls["step"] += 1
+            return super().step(action, env_id, id=id)
+
+    def make(cls: type[DummyVectorEnv]) -> DummyVectorEnv:
+        return cls([lambda s=s: _InfoEnv(size=s) for s in (2, 3)])
+
+    fast, fast_stats = _collect(Collector, make(DummyVectorEnv))
+    general, general_stats = _collect(Collector, make(Counted))
+    assert calls["step"] == 5
+    assert fast_stats.n_collected_episodes == general_stats.n_collected_episodes > 0
+    n = len(fast.buffer)
+    assert n == len(general.buffer)
+    for key in ("obs", "act", "rew", "terminated", "truncated", "obs_next"):
+        assert torch.equal(fast.buffer[key][:n], general.buffer[key][:n])
+    for key in ("env_id", "score"):
+        assert torch.equal(fast.buffer.info[key][:n], general.buffer.info[key][:n])
