@@ -124,11 +124,11 @@ def overhead_split(task: str, n_steps: int) -> dict[str, float]:
     c.collect(n_step=n_steps)  # warm
     timers = {
         "policy": _Timer(pol.forward),
-        "env": _Timer(envs.step),
+        "env": _Timer(envs._step_ids),  # what the collector calls for a DummyVectorEnv
         "buffer": _Timer(c.buffer.add),
     }
     pol.forward = timers["policy"]  # type: ignore[method-assign]
-    envs.step = timers["env"]  # type: ignore[method-assign]
+    envs._step_ids = timers["env"]  # type: ignore[method-assign]
     c.buffer.add = timers["buffer"]  # type: ignore[method-assign]
     start = time.perf_counter()
     steps = c.collect(n_step=n_steps).n_collected_steps

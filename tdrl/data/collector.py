@@ -469,12 +469,12 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         lens: list[int] = []
         # the loop's methods looked up once (the per-step cost is what is left)
         env_step, store, map_action = self.env.step, self._store, self._map_action
-        # a vector env whose ``step`` is the base class's: its per-step core, skipping the
-        # info object array that ``step_infos`` would turn straight back into a dict
+        # a vector env whose ``step`` is the base class's (not overridden, not replaced on
+        # the instance): its per-step core, skipping the info object array that
+        # ``step_infos`` would turn straight back into a dict
         env = self.env
-        step_ids = (
-            env._step_ids if type(env).step is BaseVectorEnv.step and not env.is_async else None
-        )
+        plain_step = type(env).step is BaseVectorEnv.step and "step" not in vars(env)
+        step_ids = env._step_ids if plain_step and not env.is_async else None
         random_action, policy_action = self._random_action, self._policy_action
         logical_or = np.logical_or
         cls = type(self)

@@ -218,3 +218,17 @@ def test_overridden_vector_env_step_is_called_and_stores_the_same() -> None:
         assert torch.equal(fast.buffer[key][:n], general.buffer[key][:n])
     for key in ("env_id", "score"):
         assert torch.equal(fast.buffer.info[key][:n], general.buffer.info[key][:n])
+
+
+def test_vector_env_step_replaced_on_the_instance_is_called() -> None:
+    envs = _envs()
+    calls = {"step": 0}
+    step = envs.step
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls["step"] += 1
+        return step(*args, **kwargs)
+
+    envs.step = counted  # type: ignore[method-assign]
+    _collect(Collector, envs)
+    assert calls["step"] == 5
