@@ -156,6 +156,7 @@ def render_peers(path: Path | None = None) -> str:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tables_bench  # noqa: E402  (scripts/tables_bench.py: the benchmark tables)
+import tables_goals  # noqa: E402  (scripts/tables_goals.py: the goals, median of 3 runs)
 import tables_scaling  # noqa: E402  (scripts/tables_scaling.py: docs/scaling.md's tables)
 
 RENDERERS: dict[str, Callable[[], str]] = {
@@ -165,6 +166,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "tianshou-scripts": _conformance("render_default_budget"),
     "peers": render_peers,
     **tables_bench.RENDERERS,
+    **tables_goals.RENDERERS,
     **tables_scaling.RENDERERS,
 }
 

@@ -260,3 +260,44 @@ def test_atari_renders_rates_split_and_wrappers(tmp_path: Path) -> None:
         tb.render_atari(_write(tmp_path / "b.jsonl", recs[:1]))
     with pytest.raises(SystemExit, match="python -m benchmarks atari"):
         tb.render_atari(tmp_path / "missing.jsonl")
+
+
+# ------------------------------------------------------------- goals, median of 3 runs
+import tables_goals as tg  # noqa: E402
+
+
+def _goal_runs(inv: str, commit: str, cheap: float, numpy_speedup: float) -> list[dict[str, Any]]:
+    c = {**BASE, "invocation": inv, "commit": commit, "module": "bench_collector"}
+    s = {**BASE, "invocation": inv, "commit": commit, "module": "bench_step"}
+    return [
+        {**c, "name": "tdrl / raw loop, cheap policy fn (random torch actions)", "share": cheap},
+        {**c, "name": "tdrl / raw loop, same MLP policy", "share": 0.9},
+        {**c, "name": "tdrl / raw loop, random actions (random=True)", "share": 0.8},
+        {**s, "name": "build Batch + add, float32, ids list (cap 1e5)", "tdrl_s": 1.0,
+         "peer_s": 3.2},
+        {**s, "name": "build Batch, 8 envs (6 arrays, info={})", "tdrl_s": 1.0,
+         "peer_s": numpy_speedup},
+    ]  # fmt: skip
+
+
+def test_micro_goals_take_the_median_of_the_newest_three_runs_at_one_commit(
+    tmp_path: Path,
+) -> None:
+    recs = _goal_runs("2026-01-01T00:00:00Z", "old", 0.99, 2.0)  # another commit: left out
+    recs += _goal_runs("2026-01-02T00:00:00Z", "new", 0.60, 0.9)  # the fourth newest: out
+    for day, cheap, speed in (("03", 0.69, 1.1), ("04", 0.72, 0.8), ("05", 0.71, 0.95)):
+        recs += _goal_runs(f"2026-01-{day}T00:00:00Z", "new", cheap, speed)
+    out = tg.render_micro_goals(_write(tmp_path / "r.jsonl", recs))
+    cheap_row = next(line for line in out.splitlines() if "cheap policy" in line)
+    assert "| 69.0% | 72.0% | 71.0% | 71.0% | ≥ 70% **met** |" in cheap_row
+    numpy_row = next(line for line in out.splitlines() if "numpy" in line)
+    assert "| 1.10× | 0.80× | 0.95× | 0.95× | ≥ 1× **not met** |" in numpy_row
+    assert "commit new" in out and "99.0%" not in out and "60.0%" not in out
+
+
+def test_micro_goals_with_one_run_and_a_missing_row(tmp_path: Path) -> None:
+    recs = _goal_runs("2026-01-03T00:00:00Z", "c", 0.75, 1.2)
+    out = tg.render_micro_goals(_write(tmp_path / "r.jsonl", recs))
+    assert "| 75.0% | – | – | 75.0% | ≥ 70% **met** |" in out
+    with pytest.raises(SystemExit, match="cheap policy"):
+        tg.render_micro_goals(_write(tmp_path / "s.jsonl", recs[1:]))

@@ -35,11 +35,10 @@ from tdrl.data.collector_step import (
     _policy_input,
     _step_finite,
     _surely_finite,
+    env_stepper,
     first_nonfinite,
     legal_random_actions,
-    list_step_infos,
     sample_spaces,
-    step_infos,
 )
 from tdrl.data.hooks import CollectorHooksMixin
 from tdrl.data.stats import CollectStats
@@ -468,13 +467,8 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         returns: list[float] = []
         lens: list[int] = []
         # the loop's methods looked up once (the per-step cost is what is left)
-        env_step, store, map_action = self.env.step, self._store, self._map_action
-        # a vector env whose ``step`` is the base class's (not overridden, not replaced on
-        # the instance): its per-step core, skipping the info object array that
-        # ``step_infos`` would turn straight back into a dict
-        env = self.env
-        plain_step = type(env).step is BaseVectorEnv.step and "step" not in vars(env)
-        step_ids = env._step_ids if plain_step and not env.is_async else None
+        env_step = env_stepper(self.env, env_ids, all_envs)
+        store, map_action = self._store, self._map_action
         random_action, policy_action = self._random_action, self._policy_action
         logical_or = np.logical_or
         cls = type(self)
@@ -489,16 +483,9 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
                 act, stored = random_action(env_ids, obs), None
             else:
                 act, stored = policy_action(obs, info, env_ids, all_envs)
-            if step_ids is not None:
-                obs_next, rew, terminated, truncated, env_infos = step_ids(
-                    act if no_map else map_action(act), env_ids
-                )
-                info_next = list_step_infos(env_infos, env_ids)
-            else:
-                obs_next, rew, terminated, truncated, step_info = env_step(
-                    act if no_map else map_action(act), None if all_envs else env_ids
-                )
-                info_next = step_infos(step_info, env_ids)
+            obs_next, rew, terminated, truncated, info_next = env_step(
+                act if no_map else map_action(act)
+            )
             step = (obs, act, rew, terminated, truncated, obs_next)
             ep_rew, ep_len = store(env_ids, step, info_next, stored)
             if render:

@@ -13,7 +13,7 @@ These names are importable from :mod:`tdrl.data.collector` too.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -22,6 +22,7 @@ import torch
 
 from tdrl.data.batch import Batch, wrap_entries
 from tdrl.data.tree import Tree, stack_infos
+from tdrl.env.base import BaseVectorEnv
 
 __all__ = [
     "first_nonfinite",
@@ -228,3 +229,42 @@ def list_step_infos(infos: list[dict], env_ids: np.ndarray) -> dict[str, Any]:
     for info, i in zip(infos, env_ids.tolist()):
         info["env_id"] = i
     return stack_infos(infos, env_ids)
+
+
+StepFn = Callable[[Any], tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]]
+"""The collector loop's env step: ``action -> (obs_next, rew, terminated, truncated, info)``
+with ``info`` a dict of arrays (:func:`step_infos`)."""
+
+
+def env_stepper(env: Any, env_ids: np.ndarray, all_envs: bool) -> StepFn:
+    """The env step of one ``collect`` loop over the envs ``env_ids`` (every env of ``env``
+    when ``all_envs``), its infos stacked into a dict.
+
+    A vector env whose ``step`` is the base class's (not overridden, not replaced on the
+    instance) and not async is stepped through ``BaseVectorEnv._step_ids``: the envs' own
+    info dicts, without the object array ``step`` would build and :func:`step_infos` turn
+    straight back into a dict. Any other env through its ``step``.
+
+    >>> from tdrl.env import DummyVectorEnv
+    >>> from tdrl.env.testing import MoveToRightEnv
+    >>> venv = DummyVectorEnv([lambda: MoveToRightEnv(size=3)] * 2)
+    >>> _ = venv.reset()
+    >>> obs, rew, term, trunc, info = env_stepper(venv, np.arange(2), True)(np.ones(2, int))
+    >>> obs.tolist(), sorted(info), info["env_id"].tolist()
+    ([1, 1], ['env_id', 'ident', 'step'], [0, 1])
+    """
+    if type(env).step is BaseVectorEnv.step and "step" not in vars(env) and not env.is_async:
+        step_ids = env._step_ids
+
+        def plain(act: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+            obs, rew, term, trunc, infos = step_ids(act, env_ids)
+            return obs, rew, term, trunc, list_step_infos(infos, env_ids)
+
+        return plain
+    env_step, ids = env.step, None if all_envs else env_ids
+
+    def general(act: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        obs, rew, term, trunc, infos = env_step(act, ids)
+        return obs, rew, term, trunc, step_infos(infos, env_ids)
+
+    return general
