@@ -467,7 +467,7 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
         returns: list[float] = []
         lens: list[int] = []
         # the loop's methods looked up once (the per-step cost is what is left)
-        env_step = env_stepper(self.env, env_ids, all_envs)
+        env_step = env_stepper(self.env)
         store, map_action = self._store, self._map_action
         random_action, policy_action = self._random_action, self._policy_action
         logical_or = np.logical_or
@@ -484,7 +484,7 @@ class Collector(CollectorHooksMixin, Generic[TCollectStats]):
             else:
                 act, stored = policy_action(obs, info, env_ids, all_envs)
             obs_next, rew, terminated, truncated, info_next = env_step(
-                act if no_map else map_action(act)
+                act if no_map else map_action(act), env_ids, all_envs
             )
             step = (obs, act, rew, terminated, truncated, obs_next)
             ep_rew, ep_len = store(env_ids, step, info_next, stored)

@@ -231,14 +231,17 @@ def list_step_infos(infos: list[dict], env_ids: np.ndarray) -> dict[str, Any]:
     return stack_infos(infos, env_ids)
 
 
-StepFn = Callable[[Any], tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]]
-"""The collector loop's env step: ``action -> (obs_next, rew, terminated, truncated, info)``
-with ``info`` a dict of arrays (:func:`step_infos`)."""
+StepFn = Callable[
+    [Any, np.ndarray, bool], tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+]
+"""The collector loop's env step: ``(action, env_ids, all_envs) -> (obs_next, rew,
+terminated, truncated, info)`` with ``info`` a dict of arrays (:func:`step_infos`)."""
 
 
-def env_stepper(env: Any, env_ids: np.ndarray, all_envs: bool) -> StepFn:
-    """The env step of one ``collect`` loop over the envs ``env_ids`` (every env of ``env``
-    when ``all_envs``), its infos stacked into a dict.
+def env_stepper(env: Any) -> StepFn:
+    """The env step of one ``collect`` loop: ``step(action, env_ids, all_envs)`` steps the
+    envs ``env_ids`` (every env of ``env`` when ``all_envs``; the ids may shrink from step
+    to step in an ``n_episode`` collect) and stacks their infos into a dict.
 
     A vector env whose ``step`` is the base class's (not overridden, not replaced on the
     instance) and not async is stepped through ``BaseVectorEnv._step_ids``: the envs' own
@@ -249,22 +252,29 @@ def env_stepper(env: Any, env_ids: np.ndarray, all_envs: bool) -> StepFn:
     >>> from tdrl.env.testing import MoveToRightEnv
     >>> venv = DummyVectorEnv([lambda: MoveToRightEnv(size=3)] * 2)
     >>> _ = venv.reset()
-    >>> obs, rew, term, trunc, info = env_stepper(venv, np.arange(2), True)(np.ones(2, int))
+    >>> obs, rew, term, trunc, info = env_stepper(venv)(np.ones(2, int), np.arange(2), True)
     >>> obs.tolist(), sorted(info), info["env_id"].tolist()
     ([1, 1], ['env_id', 'ident', 'step'], [0, 1])
+    >>> obs, rew, term, trunc, info = env_stepper(venv)(np.ones(1, int), np.arange(1), False)
+    >>> obs.tolist(), info["env_id"].tolist()
+    ([2], [0])
     """
     if type(env).step is BaseVectorEnv.step and "step" not in vars(env) and not env.is_async:
         step_ids = env._step_ids
 
-        def plain(act: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        def plain(
+            act: Any, env_ids: np.ndarray, all_envs: bool
+        ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
             obs, rew, term, trunc, infos = step_ids(act, env_ids)
             return obs, rew, term, trunc, list_step_infos(infos, env_ids)
 
         return plain
-    env_step, ids = env.step, None if all_envs else env_ids
+    env_step = env.step
 
-    def general(act: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        obs, rew, term, trunc, infos = env_step(act, ids)
+    def general(
+        act: Any, env_ids: np.ndarray, all_envs: bool
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        obs, rew, term, trunc, infos = env_step(act, None if all_envs else env_ids)
         return obs, rew, term, trunc, step_infos(infos, env_ids)
 
     return general

@@ -232,3 +232,19 @@ def test_vector_env_step_replaced_on_the_instance_is_called() -> None:
     envs.step = counted  # type: ignore[method-assign]
     _collect(Collector, envs)
     assert calls["step"] == 5
+
+
+def test_n_episode_collect_shrinks_the_stepped_envs_on_both_paths() -> None:
+    class Overridden(DummyVectorEnv):
+        def step(self, action: Any, env_id: Any = None, *, id: Any = None) -> Any:
+            return super().step(action, env_id, id=id)
+
+    out = []
+    for cls in (DummyVectorEnv, Overridden):
+        envs = cls([lambda s=s: _InfoEnv(size=s) for s in (2, 5, 3)])
+        c = Collector(_policy, envs, VectorReplayBuffer(60, 3))
+        c.reset(seed=0)
+        stats = c.collect(n_episode=4)  # the envs done with their share stop stepping
+        out.append((stats.n_collected_episodes, stats.n_collected_steps, len(c.buffer)))
+    assert out[0] == out[1]
+    assert out[0][0] == 4
