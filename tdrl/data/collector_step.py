@@ -201,34 +201,29 @@ def _policy_input(
 
 def step_infos(step_info: Any, env_ids: np.ndarray) -> dict[str, Any]:
     """``stack_infos(step_info, env_ids)``, with a shortcut for the common info of nothing
-    but the vector env's ``env_id`` (which ``stack_infos`` takes from ``env_ids``).
+    but the vector env's ``env_id`` (which ``stack_infos`` takes from ``env_ids``), or of
+    nothing at all: the envs' own dicts from ``BaseVectorEnv._step_ids``, which get their
+    ``env_id`` here (as ``step`` would give it) when they hold more.
+
+    Only keys every dict holds are kept (:func:`~tdrl.data.tree.stack_infos`), so the
+    first dict decides the shortcut.
 
     >>> step_infos([{"env_id": 0}, {"env_id": 1}], np.arange(2))
     {'env_id': array([0, 1])}
+    >>> step_infos([{}, {}], np.arange(2))
+    {'env_id': array([0, 1])}
+    >>> step_infos([{"x": 1.0}, {"x": 2.0}], np.arange(2))
+    {'env_id': array([0, 1]), 'x': array([1., 2.])}
     """
     n = len(env_ids)
     first = step_info[0] if n and len(step_info) == n else None
-    if type(first) is dict and len(first) == 1 and "env_id" in first:
-        return {"env_id": env_ids}
+    if type(first) is dict:
+        if not first or (len(first) == 1 and "env_id" in first):
+            return {"env_id": env_ids}
+        if "env_id" not in first:  # the envs' own dicts: the id ``step`` would add
+            for info, i in zip(step_info, env_ids.tolist()):
+                info["env_id"] = i
     return stack_infos(step_info, env_ids)
-
-
-def list_step_infos(infos: list[dict], env_ids: np.ndarray) -> dict[str, Any]:
-    """:func:`step_infos` of the envs' own info dicts, before the vector env gave each its
-    ``env_id`` (``BaseVectorEnv._step_ids``): ``{"env_id": env_ids}`` when every dict is
-    empty (the common step); otherwise each dict gets its ``env_id``, as ``step`` would
-    give it, and they are stacked.
-
-    >>> list_step_infos([{}, {}], np.arange(2))
-    {'env_id': array([0, 1])}
-    >>> list_step_infos([{"x": 1.0}, {"x": 2.0}], np.arange(2))
-    {'env_id': array([0, 1]), 'x': array([1., 2.])}
-    """
-    if not any(infos):
-        return {"env_id": env_ids}
-    for info, i in zip(infos, env_ids.tolist()):
-        info["env_id"] = i
-    return stack_infos(infos, env_ids)
 
 
 StepFn = Callable[
@@ -266,7 +261,7 @@ def env_stepper(env: Any) -> StepFn:
             act: Any, env_ids: np.ndarray, all_envs: bool
         ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
             obs, rew, term, trunc, infos = step_ids(act, env_ids)
-            return obs, rew, term, trunc, list_step_infos(infos, env_ids)
+            return obs, rew, term, trunc, step_infos(infos, env_ids)
 
         return plain
     env_step = env.step
