@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tables_bench import MICRO, load_jsonl, provenance
+from tables_bench import MICRO, _goal, load_jsonl, provenance
 
 Record = dict[str, Any]
 
@@ -71,11 +71,8 @@ def render_micro_goals(path: Path | None = None) -> str:
         used += [r for run in runs for r in run if r["name"].startswith(prefix)]
         cells = [_cell(x, how) for x in figures] + ["–"] * (3 - len(figures))
         median = statistics.median(figures)
-        verdict = "**met**" if median >= goal else "**not met**"
-        target = f"≥ {goal:.0%}" if how == "share" else f"≥ {goal:g}×"
-        lines.append(
-            f"| {label} | {' | '.join(cells)} | {_cell(median, how)} | {target} {verdict} |"
-        )
+        verdict = _goal([median], goal, pct=how == "share")
+        lines.append(f"| {label} | {' | '.join(cells)} | {_cell(median, how)} | {verdict} |")
     extra = ", the newest three runs of each module at one commit"
     return "\n".join(lines) + "\n\n" + provenance(used, extra)
 
