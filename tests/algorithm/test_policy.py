@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 
 import gymnasium as gym
 import numpy as np
@@ -187,6 +188,46 @@ def test_gradstep_fast_fused_adam_matches_optimizer_step(
     for pa, pb in zip(net_a.parameters(), net_b.parameters(), strict=True):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0)
     sa, sb = opt_a.state_dict()["state"], opt_b.state_dict()["state"]
+    for k in sb:
+        for name in ("step", "exp_avg", "exp_avg_sq"):
+            torch.testing.assert_close(sa[k][name], sb[k][name], rtol=0, atol=0)
+
+
+def test_gradstep_cached_adam_lists_follow_missing_grads_and_reloaded_state() -> None:
+    """The reused kernel lists stay bit-identical to ``Adam(fused=True).step()`` when a
+    parameter has no gradient in a step (its counter does not advance) and after
+    ``load_state_dict`` swaps the optimizer's state (the lists are rebuilt)."""
+    torch.manual_seed(1)
+    net_a = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    net_b = copy.deepcopy(net_a)
+    opt_a = torch.optim.Adam(net_a.parameters(), lr=1e-2, fused=True)
+    opt_b = torch.optim.Adam(net_b.parameters(), lr=1e-2, fused=True)
+    fast = GradStep(opt_a, list(net_a.parameters()))
+
+    def loss(net: torch.nn.Module, x: torch.Tensor, head_only: bool) -> torch.Tensor:
+        h = net[1](net[0](x))
+        return net[2](h.detach() if head_only else h).pow(2).sum()
+
+    for t in range(8):
+        x = torch.randn(16, 3)
+        head_only = t in (3, 4)  # the first layer gets no gradient in these steps
+        for p in net_a[0].parameters():
+            p.grad = None
+        fast.step(
+            loss(net_a, x, head_only),
+        )
+        opt_b.zero_grad(set_to_none=True)
+        loss(net_b, x, head_only).backward()
+        opt_b.step()
+        if t == 5:  # a checkpoint round trip replaces the state object
+            saved = io.BytesIO()
+            torch.save(opt_a.state_dict(), saved)
+            saved.seek(0)
+            opt_a.load_state_dict(torch.load(saved))
+    for pa, pb in zip(net_a.parameters(), net_b.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+    sa, sb = opt_a.state_dict()["state"], opt_b.state_dict()["state"]
+    assert [float(sb[k]["step"]) for k in sb] == [6.0, 6.0, 8.0, 8.0]
     for k in sb:
         for name in ("step", "exp_avg", "exp_avg_sq"):
             torch.testing.assert_close(sa[k][name], sb[k][name], rtol=0, atol=0)
