@@ -221,20 +221,16 @@ class _AdamLists:
     steps: list[torch.Tensor]
     flat_steps: torch.Tensor
 
-    @staticmethod
-    def reuse(lists: _AdamLists | None, opt: torch.optim.Optimizer) -> _AdamLists | None:
-        """``lists`` if they still describe ``opt``, else ``None``."""
-        if lists is None:
-            return None
+    def matches(self, opt: torch.optim.Optimizer) -> bool:
+        """Whether these lists still describe ``opt`` (same state object and size, same
+        parameter list)."""
         params = opt.param_groups[0]["params"]
-        if (
-            lists.state is not opt.state
-            or lists.group_params is not params
-            or len(params) != len(lists.params)
-            or len(opt.state) != lists.n_state
-        ):
-            return None
-        return lists
+        return (
+            self.state is opt.state
+            and self.group_params is params
+            and len(params) == len(self.params)
+            and len(opt.state) == self.n_state
+        )
 
     @staticmethod
     def build(opt: torch.optim.Optimizer) -> _AdamLists | None:
@@ -267,6 +263,36 @@ class _AdamLists:
             steps=steps,
             flat_steps=flat,
         )
+
+
+def _fused_adam(
+    group: dict[str, Any],
+    params: list[torch.Tensor],
+    grads: list[Any],
+    exp_avgs: list[torch.Tensor],
+    exp_avg_sqs: list[torch.Tensor],
+    steps: list[torch.Tensor],
+) -> None:
+    """One ``torch._fused_adam_`` call with ``group``'s hyperparameters (steps already
+    counted)."""
+    beta1, beta2 = group["betas"]
+    torch._fused_adam_(
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        [],
+        steps,
+        amsgrad=False,
+        lr=group["lr"],
+        beta1=beta1,
+        beta2=beta2,
+        weight_decay=group["weight_decay"],
+        eps=group["eps"],
+        maximize=group["maximize"],
+        grad_scale=None,
+        found_inf=None,
+    )
 
 
 class GradStep:
@@ -355,63 +381,32 @@ class GradStep:
             return False
         if isinstance(lr, torch.Tensor) and lr.device.type != "cpu":
             return False
-        lists = _AdamLists.reuse(self._adam_lists, opt)
-        if lists is None:
+        lists = self._adam_lists
+        if lists is None or not lists.matches(opt):
             lists = self._adam_lists = _AdamLists.build(opt)
         if lists is None:
             return False
         grads = [p.grad for p in lists.params]
-        if any(grad is None or grad.is_sparse for grad in grads):
-            return self._fused_adam_subset(lists)
-        lists.flat_steps.add_(1)
-        torch._fused_adam_(
-            lists.params,
-            grads,  # type: ignore[arg-type]
-            lists.exp_avgs,
-            lists.exp_avg_sqs,
-            [],
-            lists.steps,
-            amsgrad=False,
-            lr=lr,
-            beta1=beta1,
-            beta2=beta2,
-            weight_decay=g["weight_decay"],
-            eps=g["eps"],
-            maximize=g["maximize"],
-            grad_scale=None,
-            found_inf=None,
-        )
-        return True
-
-    def _fused_adam_subset(self, lists: _AdamLists) -> bool:
-        """The direct kernel call for the parameters that have a dense gradient this step
-        (those without one are skipped, their ``step`` included, as ``Adam`` does)."""
-        g = self.optim.param_groups[0]
-        if any(p.grad is not None and p.grad.is_sparse for p in lists.params):
+        if any(grad is not None and grad.is_sparse for grad in grads):
             return False  # sparse gradients: Adam's own step raises what it raises
-        keep = [i for i, p in enumerate(lists.params) if p.grad is not None]
-        if not keep:
+        if all(grad is not None for grad in grads):
+            lists.flat_steps.add_(1)
+            _fused_adam(g, lists.params, grads, lists.exp_avgs, lists.exp_avg_sqs, lists.steps)
             return True
-        steps = [lists.steps[i] for i in keep]
-        torch._foreach_add_(steps, 1)
-        beta1, beta2 = g["betas"]
-        torch._fused_adam_(
-            [lists.params[i] for i in keep],
-            [lists.params[i].grad for i in keep],  # type: ignore[misc]
-            [lists.exp_avgs[i] for i in keep],
-            [lists.exp_avg_sqs[i] for i in keep],
-            [],
-            steps,
-            amsgrad=False,
-            lr=g["lr"],
-            beta1=beta1,
-            beta2=beta2,
-            weight_decay=g["weight_decay"],
-            eps=g["eps"],
-            maximize=g["maximize"],
-            grad_scale=None,
-            found_inf=None,
-        )
+        # parameters without a gradient this step are skipped, their ``step`` included,
+        # as ``Adam`` does
+        keep = [i for i, grad in enumerate(grads) if grad is not None]
+        if keep:
+            steps = [lists.steps[i] for i in keep]
+            torch._foreach_add_(steps, 1)
+            _fused_adam(
+                g,
+                [lists.params[i] for i in keep],
+                [grads[i] for i in keep],
+                [lists.exp_avgs[i] for i in keep],
+                [lists.exp_avg_sqs[i] for i in keep],
+                steps,
+            )
         return True
 
     @torch.no_grad()
