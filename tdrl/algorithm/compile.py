@@ -132,16 +132,17 @@ def compile_algorithm(
         kwargs["mode"] = mode
         cudagraphs = False
 
-    def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return torch.compile(fn, **kwargs)  # type: ignore[no-any-return]
+    def jit(fn: Callable[..., Any], graphs: bool = cudagraphs) -> Callable[..., Any]:
+        return torch.compile(fn, **_without_cudagraphs(kwargs, graphs))  # type: ignore[no-any-return]
 
     eager_losses = []
     for stage in algorithm._stages:
         eager_losses.append(stage.losses)
-        compiled = jit(stage.losses)
-        if len(stage.steps) > 1:
+        several = len(stage.steps) > 1
+        compiled = jit(stage.losses, graphs=cudagraphs and not several)
+        if several:
             compiled = _backward_twice(compiled)
-        if cudagraphs:
+        elif cudagraphs:
             compiled = _owned_outputs(compiled)
         stage.losses = _frozen_outside(stage, algorithm, compiled)
     if compile_optimizer:
@@ -151,13 +152,34 @@ def compile_algorithm(
     return algorithm
 
 
+def _without_cudagraphs(kwargs: dict[str, Any], graphs: bool) -> dict[str, Any]:
+    """``torch.compile``'s ``kwargs``, with inductor's CUDA graphs off unless ``graphs``.
+
+    A stage of several optimizer steps (SAC's actor and temperature losses) is compiled
+    without CUDA graphs: CUDA graph trees take the stage's first backward as the end of
+    its graph's run, and the replays that follow (the first optimizer step) overwrite the
+    tensors the graph saved for the second backward (found on an H200,
+    ``benchmarks/results/gpu-2026-11-28/``).
+
+    >>> kw = {"backend": "inductor", "options": {"triton.cudagraphs": True}}
+    >>> _without_cudagraphs(kw, False)["options"]["triton.cudagraphs"]
+    False
+    >>> _without_cudagraphs(kw, True) is kw
+    True
+    """
+    if graphs or "options" not in kwargs:
+        return kwargs
+    return {**kwargs, "options": {**kwargs["options"], "triton.cudagraphs": False}}
+
+
 def _backward_twice(compiled: Callable[..., Any]) -> Callable[..., Any]:
     """``compiled`` built without donated buffers, for a stage of several optimizer steps.
 
     Its terms (SAC's actor and temperature losses) come out of one compiled graph, and
     each step backpropagates its own term through it, all but the last keeping the graph
     (``retain_graph``). AOTAutograd's donated buffers free the graph's saved tensors in
-    the first backward, which such a stage cannot allow.
+    the first backward, which such a stage cannot allow. Such a stage runs without CUDA
+    graphs (:func:`_without_cudagraphs`), so its outputs are its own.
     """
     import torch._functorch.config as functorch_config
 

@@ -237,3 +237,20 @@ def test_compare_with_eager_times_both_and_restores_everything(family: str) -> N
     uncompile(alg)
     with pytest.raises(ValueError, match="expected a compiled algorithm"):
         compare_with_eager(alg, buf, batch_size)
+
+
+def test_a_stage_of_several_steps_is_compiled_without_cuda_graphs(monkeypatch: Any) -> None:
+    # CUDA graph trees overwrite what SAC's actor graph saved for the temperature's backward
+    # (H200, 2026-11-28): that stage opts out of CUDA graphs, the one-step stages keep them
+    seen: list[tuple[str, bool]] = []
+
+    def record(fn: Any, **kwargs: Any) -> Any:
+        seen.append((getattr(fn, "__name__", ""), kwargs["options"]["triton.cudagraphs"]))
+        return fn
+
+    monkeypatch.setattr(torch, "compile", record)
+    alg, _, _ = _sac_auto_alpha()
+    alg.compile(mode="reduce-overhead", compile_optimizer=False)
+    steps = [len(stage.steps) for stage in alg._stages]
+    assert sorted(steps) == [1, 2]
+    assert [graphs for _, graphs in seen] == [n == 1 for n in steps]
