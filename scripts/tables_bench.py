@@ -13,7 +13,7 @@ of the files under ``benchmarks/results/``:
 * ``mujoco-short`` / ``mujoco-short-libraries``: ``tdrl report`` of
   ``benchmarks/results/mujoco-2026-11-23-short/`` (its ``report.md``);
 * ``gpu-update`` / ``gpu-e2e``: ``bash benchmarks/gpu_check.sh`` ->
-  ``benchmarks/results/gpu-2026-11-26/`` (``update.csv``, ``e2e.csv``, ``env.json``);
+  ``benchmarks/results/gpu-2026-11-28/`` (``update.csv``, ``e2e.csv``, ``env.json``);
 * ``recipes-classic``: the seed sweep ``sweeps/results.jsonl`` for docs/recipes.md;
 * ``roofline``: ``python -m benchmarks roofline`` -> ``benchmarks/results/roofline/results.jsonl``;
 * ``first-contact``: ``benchmarks/first_contact.py`` (a fresh clone's nox log, the README's
@@ -42,7 +42,7 @@ ZOO = RESULTS / "zoo" / "results.jsonl"
 WALLTIME = RESULTS / "walltime" / "results.jsonl"
 WALLTIME_TXT = RESULTS / "walltime-hopper-2026-11-23.txt"
 MUJOCO_SHORT = RESULTS / "mujoco-2026-11-23-short" / "report.md"
-GPU = RESULTS / "gpu-2026-11-26"
+GPU = RESULTS / "gpu-2026-11-28"
 ROOFLINE = RESULTS / "roofline" / "results.jsonl"
 FIRST_CONTACT = RESULTS / "first-contact" / "results.jsonl"
 ATARI = RESULTS / "atari" / "results.jsonl"

@@ -1,8 +1,9 @@
 """The GPU path (issue 17): networks, sampled batches and replay storage on a CUDA device.
 
 Skipped without CUDA (CI and the project's CPU machine have none); ``bash
-benchmarks/gpu_check.sh`` runs them on a GPU machine (first on an H200, 2026-11-26:
-``benchmarks/results/gpu-2026-11-26/``). What they check:
+benchmarks/gpu_check.sh`` runs them on a GPU machine (on an H200:
+``benchmarks/results/gpu-2026-11-26/``, then all passing in
+``benchmarks/results/gpu-2026-11-28/``). What they check:
 
 * an update on the GPU (networks there; replay storage on the CPU or on the GPU) gives
   the CPU's losses and parameters to float tolerance;
