@@ -41,6 +41,7 @@ RESULTS_FILES: dict[str, Path] = {
     "bench_scaling": RESULTS / "scaling" / "results.jsonl",
     "bench_memory": RESULTS / "scaling" / "results.jsonl",
     "bench_roofline": RESULTS / "roofline" / "results.jsonl",
+    "bench_floor": RESULTS / "floor" / "results.jsonl",
     "bench_atari": RESULTS / "atari" / "results.jsonl",
 }
 """Each recording module's default results file (the others record nothing)."""

@@ -16,6 +16,7 @@ of the files under ``benchmarks/results/``:
   ``benchmarks/results/gpu-2026-11-28/`` (``update.csv``, ``e2e.csv``, ``env.json``);
 * ``recipes-classic``: the seed sweep ``sweeps/results.jsonl`` for docs/recipes.md;
 * ``roofline``: ``python -m benchmarks roofline`` -> ``benchmarks/results/roofline/results.jsonl``;
+* ``floor``: ``python -m benchmarks floor`` -> ``benchmarks/results/floor/results.jsonl``;
 * ``first-contact``: ``benchmarks/first_contact.py`` (a fresh clone's nox log, the README's
   first training command timed) -> ``benchmarks/results/first-contact/results.jsonl``.
 
@@ -44,6 +45,7 @@ WALLTIME_TXT = RESULTS / "walltime-hopper-2026-11-23.txt"
 MUJOCO_SHORT = RESULTS / "mujoco-2026-11-23-short" / "report.md"
 GPU = RESULTS / "gpu-2026-11-28"
 ROOFLINE = RESULTS / "roofline" / "results.jsonl"
+FLOOR = RESULTS / "floor" / "results.jsonl"
 FIRST_CONTACT = RESULTS / "first-contact" / "results.jsonl"
 ATARI = RESULTS / "atari" / "results.jsonl"
 
@@ -545,6 +547,24 @@ def render_roofline(path: Path | None = None) -> str:
     return "\n".join(lines) + "\n\n" + provenance(records, extra)
 
 
+def render_floor(path: Path | None = None) -> str:
+    """tdrl's and Tianshou's updates against the same math in bare PyTorch (no sampling):
+    ``python -m benchmarks floor``."""
+    records = newest(load_jsonl(path or FLOOR, "python -m benchmarks floor"))
+    lines = [
+        "| update (preset) | bare PyTorch ms | tdrl ms | Tianshou ms | tdrl / Tianshou "
+        "| bare / Tianshou |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        lines.append(
+            f"| {r['algo']} {r['task']} | {r['floor_ms']:.2f} | {r['tdrl_ms']:.2f} "
+            f"| {r['tianshou_ms']:.2f} | {r['tdrl_over_tianshou']:.2f} "
+            f"| {r['floor_over_tianshou']:.2f} |"
+        )
+    return "\n".join(lines) + "\n\n" + provenance(records)
+
+
 # ---------------------------------------------------------------- atari
 
 
@@ -650,6 +670,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "recipes-classic": render_recipes_classic,
     "recipes-classic-links": render_recipes_classic_links,
     "roofline": render_roofline,
+    "floor": render_floor,
     "first-contact": render_first_contact,
     "atari": render_atari,
 }

@@ -1,0 +1,291 @@
+"""The eager floor: tdrl's and Tianshou's updates against the same math written bare.
+
+For DQN and C51 on CartPole-v1 and TD3 on Pendulum-v1 (the presets' networks, batch sizes
+and hyperparameters), one process times, in alternating rounds:
+
+* ``floor``: the update written from scratch in plain PyTorch, CleanRL style: an
+  ``nn.Sequential`` per network, the batch already in tensors (no sampling, the n-step
+  reward and discount given), the losses, one backward and a fused Adam step (TD3: both
+  critics under one backward and one optimizer, the actor every second step, the target
+  networks soft-updated with one ``_foreach_lerp_``). No library code at all: what eager
+  PyTorch costs for this math on this machine;
+* ``tdrl``: ``algorithm.update(buffer, batch_size)`` on a buffer of random transitions
+  (sampling and the n-step returns included);
+* ``tianshou``: Tianshou 2.0.1's ``algorithm.update`` on the same kind of buffer.
+
+Printed per row: the three times (ms per update; TD3's are per update averaged over an
+actor and a critic-only step), ``tdrl/ts`` and ``floor/ts``. ``floor/ts`` bounds from
+below the update ratio any eager library can reach against Tianshou here: the zoo's
+per-step goal (``python -m benchmarks train_zoo``) asks for 0.4 at the median, and a row
+whose floor ratio is near that cannot meet it by cutting library overhead alone.
+
+    python -m benchmarks floor
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from benchmarks.timing import record
+
+ROWS: dict[str, str] = {"dqn": "CartPole-v1", "c51": "CartPole-v1", "td3": "Pendulum-v1"}
+"""Row (algorithm) -> task."""
+
+N_ENVS = 8
+FILL = 2000
+"""Vector steps of random transitions in each side's buffer."""
+
+
+def mlp(sizes: list[int], out_act: nn.Module | None = None) -> nn.Sequential:
+    """Linear layers of ``sizes`` with ReLU between them (and ``out_act`` after the last).
+
+    >>> mlp([4, 8, 2])
+    Sequential(
+      (0): Linear(in_features=4, out_features=8, bias=True)
+      (1): ReLU()
+      (2): Linear(in_features=8, out_features=2, bias=True)
+    )
+    """
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    if out_act is not None:
+        layers.append(out_act)
+    return nn.Sequential(*layers)
+
+
+def _adam(params: Any, lr: float) -> torch.optim.Adam:
+    return torch.optim.Adam(list(params), lr=lr, fused=True)
+
+
+class FloorDQN:
+    """Double DQN on a fixed batch: ``y = R + d Q'(s', argmax_a Q(s', a))``, MSE, Adam."""
+
+    def __init__(self, p: Any, obs_dim: int, n_act: int, batch: dict[str, torch.Tensor]):
+        self.q = mlp([obs_dim, *p.hidden_sizes, n_act])
+        self.q_old = copy.deepcopy(self.q)
+        self.optim = _adam(self.q.parameters(), p.lr)
+        self.b = batch
+
+    def update(self) -> float:
+        """One gradient step; returns the loss."""
+        b = self.b
+        with torch.no_grad():
+            a2 = self.q(b["obs_next"]).argmax(-1, keepdim=True)
+            y = b["rew"] + b["discount"] * self.q_old(b["obs_next"]).gather(1, a2).squeeze(1)
+        q = self.q(b["obs"]).gather(1, b["act"].unsqueeze(1)).squeeze(1)
+        loss = (q - y).pow(2).mean()
+        self.optim.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optim.step()
+        return float(loss.detach())
+
+
+class FloorC51:
+    """C51 on a fixed batch: the target distribution projected onto the support, the
+    cross-entropy to the taken action's distribution, Adam."""
+
+    def __init__(self, p: Any, obs_dim: int, n_act: int, batch: dict[str, torch.Tensor]):
+        self.n_act, self.atoms = n_act, p.num_atoms
+        self.q = mlp([obs_dim, *p.hidden_sizes, n_act * p.num_atoms])
+        self.q_old = copy.deepcopy(self.q)
+        self.optim = _adam(self.q.parameters(), p.lr)
+        self.v_min, self.v_max = p.v_min, p.v_max
+        self.support = torch.linspace(p.v_min, p.v_max, p.num_atoms)
+        self.delta = (p.v_max - p.v_min) / (p.num_atoms - 1)
+        self.b = batch
+
+    def probs(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+        """``[B, n_act, atoms]`` probabilities."""
+        return net(obs).view(-1, self.n_act, self.atoms).softmax(-1)
+
+    def update(self) -> float:
+        """One gradient step; returns the loss."""
+        b, rows = self.b, torch.arange(len(self.b["act"]))
+        with torch.no_grad():
+            a2 = (self.probs(self.q, b["obs_next"]) * self.support).sum(-1).argmax(-1)
+            p2 = self.probs(self.q_old, b["obs_next"])[rows, a2]
+            tz = (b["rew"][:, None] + b["discount"][:, None] * self.support).clamp(
+                self.v_min, self.v_max
+            )
+            pos = (tz - self.v_min) / self.delta
+            lo = pos.floor().long()
+            hi = (lo + 1).clamp(max=self.atoms - 1)
+            m = torch.zeros_like(p2)
+            m.scatter_add_(1, lo, p2 * (lo + 1 - pos))
+            m.scatter_add_(1, hi, p2 * (pos - lo))
+        p = self.probs(self.q, b["obs"])[rows, b["act"]]
+        loss = -(m * torch.log(p + 1e-8)).sum(-1).mean()
+        self.optim.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optim.step()
+        return float(loss.detach())
+
+
+class FloorTD3:
+    """TD3 on a fixed batch: clipped target-policy noise, the smaller of two target
+    critics, both critics every step, the actor and the soft target update every
+    ``update_actor_freq`` steps."""
+
+    def __init__(self, p: Any, obs_dim: int, act_dim: int, batch: dict[str, torch.Tensor]):
+        h = list(p.hidden_sizes)
+        self.actor = mlp([obs_dim, *h, act_dim], nn.Tanh())
+        self.critics = nn.ModuleList([mlp([obs_dim + act_dim, *h, 1]) for _ in range(2)])
+        self.actor_old, self.critics_old = copy.deepcopy(self.actor), copy.deepcopy(self.critics)
+        self.actor_optim = _adam(self.actor.parameters(), p.actor_lr)
+        self.critic_optim = _adam(self.critics.parameters(), p.critic_lr)
+        self.online: list[torch.Tensor] = [*self.actor.parameters(), *self.critics.parameters()]
+        self.lagged: list[torch.Tensor] = [
+            *self.actor_old.parameters(),
+            *self.critics_old.parameters(),
+        ]
+        self.p, self.b, self.step = p, batch, 0
+
+    def update(self) -> float:
+        """One gradient step; returns the critics' loss."""
+        b, p = self.b, self.p
+        with torch.no_grad():
+            a2 = self.actor_old(b["obs_next"])
+            a2 = a2 + (torch.randn_like(a2) * p.policy_noise).clamp(-p.noise_clip, p.noise_clip)
+            x2 = torch.cat([b["obs_next"], a2], -1)
+            q2 = torch.min(self.critics_old[0](x2), self.critics_old[1](x2)).squeeze(-1)
+            y = (b["rew"] + b["discount"] * q2).unsqueeze(-1)
+        x = torch.cat([b["obs"], b["act"]], -1)
+        loss = (self.critics[0](x) - y).pow(2).mean() + (self.critics[1](x) - y).pow(2).mean()
+        self.critic_optim.zero_grad(set_to_none=True)
+        loss.backward()
+        self.critic_optim.step()
+        if self.step % p.update_actor_freq == 0:
+            actor_loss = -self.critics[0](torch.cat([b["obs"], self.actor(b["obs"])], -1)).mean()
+            self.actor_optim.zero_grad(set_to_none=True)
+            actor_loss.backward(inputs=list(self.actor.parameters()))
+            self.actor_optim.step()
+            with torch.no_grad():
+                torch._foreach_lerp_(self.lagged, self.online, p.tau)
+        self.step += 1
+        return float(loss.detach())
+
+
+FLOORS: dict[str, type] = {"dqn": FloorDQN, "c51": FloorC51, "td3": FloorTD3}
+
+
+def _transitions(space: gym.Space, obs_dim: int, rng: np.random.Generator) -> dict[str, Any]:
+    obs = rng.normal(size=(N_ENVS, obs_dim)).astype(np.float32)
+    if isinstance(space, gym.spaces.Discrete):
+        act: np.ndarray = rng.integers(0, int(space.n), N_ENVS)
+    else:
+        act = rng.uniform(-1, 1, (N_ENVS, *space.shape)).astype(np.float32)  # type: ignore[misc]
+    return {
+        "obs": obs,
+        "act": act,
+        "rew": rng.normal(size=N_ENVS).astype(np.float32),
+        "terminated": rng.random(N_ENVS) < 0.02,
+        "truncated": np.zeros(N_ENVS, dtype=bool),
+        "obs_next": rng.normal(size=(N_ENVS, obs_dim)).astype(np.float32),
+    }
+
+
+def _buffers(space: gym.Space, obs_dim: int) -> tuple[Any, Any]:
+    """A tdrl and a Tianshou vector buffer holding the same random transitions."""
+    from tianshou.data import Batch as TBatch
+    from tianshou.data import VectorReplayBuffer as TVRB
+
+    from tdrl.data import Batch, VectorReplayBuffer
+
+    ours, peer = VectorReplayBuffer(N_ENVS * FILL, N_ENVS), TVRB(N_ENVS * FILL, N_ENVS)
+    rng = np.random.default_rng(0)
+    for _ in range(FILL):
+        d = _transitions(space, obs_dim, rng)
+        ours.add(Batch(d, batch_size=[N_ENVS]))
+        peer.add(TBatch(info={}, **d))
+    return ours, peer
+
+
+def _fixed_batch(space: gym.Space, obs_dim: int, n: int, gamma: float, n_step: int) -> Any:
+    rng = np.random.default_rng(1)
+    rows = [_transitions(space, obs_dim, rng) for _ in range(-(-n // N_ENVS))]
+    b = {k: torch.as_tensor(np.concatenate([r[k] for r in rows])[:n]) for k in rows[0]}
+    b["discount"] = torch.full((n,), gamma**n_step) * (~b["terminated"]).float()
+    return b
+
+
+def _timed(fn: Callable[[], Any], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def measure(algo: str, rounds: int = 9, number: int = 40) -> dict[str, float]:
+    """Median seconds per update of the floor, tdrl and Tianshou for one row."""
+    from tianshou.utils.torch_utils import policy_within_training_step
+
+    from benchmarks.bench_roofline import _setup
+    from benchmarks.tianshou_builders import preset, tianshou_algorithm
+    from tdrl.algorithm import within_training_step
+
+    task = ROWS[algo]
+    env = gym.make(task)
+    obs_dim = int(np.prod(env.observation_space.shape))  # type: ignore[arg-type]
+    space = env.action_space
+    env.close()
+    n_act = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.prod(space.shape))  # type: ignore[arg-type]
+    p = preset(algo)
+    torch.manual_seed(0)
+    ours, _, size = _setup(algo, task)
+    bs = int(size or 64)
+    peer = tianshou_algorithm(algo, gym.spaces.Box(-np.inf, np.inf, (obs_dim,)), space)
+    b_ours, b_peer = _buffers(space, obs_dim)
+    floor = FLOORS[algo](p, obs_dim, n_act, _fixed_batch(space, obs_dim, bs, p.gamma, p.n_step))
+    runs = {
+        "floor": floor.update,
+        "tdrl": lambda: ours.update(b_ours, bs),
+        "tianshou": lambda: peer.update(b_peer, bs),
+    }
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    with within_training_step(ours.policy), policy_within_training_step(peer.policy):
+        for fn in runs.values():
+            _timed(fn, 5)  # warm caches and lazy state
+        for _ in range(rounds):
+            for k, fn in runs.items():
+                times[k].append(_timed(fn, number))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def main() -> None:
+    """Print (and record) the floor table."""
+    torch.set_num_threads(1)
+    print(f"{'row':6s} {'floor ms':>9s} {'tdrl ms':>8s} {'ts ms':>7s} {'tdrl/ts':>8s} "
+          f"{'floor/ts':>9s}   (median of alternating rounds; one thread)")  # fmt: skip
+    for algo in ROWS:
+        m = measure(algo)
+        tdrl_ts, floor_ts = m["tdrl"] / m["tianshou"], m["floor"] / m["tianshou"]
+        print(f"{algo:6s} {m['floor'] * 1e3:9.2f} {m['tdrl'] * 1e3:8.2f} "
+              f"{m['tianshou'] * 1e3:7.2f} {tdrl_ts:8.2f} {floor_ts:9.2f}")  # fmt: skip
+        record(
+            f"{algo} update floor",
+            kind="floor",
+            algo=algo,
+            task=ROWS[algo],
+            floor_ms=m["floor"] * 1e3,
+            tdrl_ms=m["tdrl"] * 1e3,
+            tianshou_ms=m["tianshou"] * 1e3,
+            tdrl_over_tianshou=tdrl_ts,
+            floor_over_tianshou=floor_ts,
+        )
+
+
+if __name__ == "__main__":
+    main()
