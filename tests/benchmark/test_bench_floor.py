@@ -74,5 +74,6 @@ def test_mlp_layers() -> None:
 
 
 def test_a_row_reports_the_three_times() -> None:
+    pytest.importorskip("tianshou")  # the peer (installed by `nox -s bench` and `oracle`)
     m = measure("dqn", rounds=1, number=2)
     assert set(m) == {"floor", "tdrl", "tianshou"} and all(v > 0 for v in m.values())
