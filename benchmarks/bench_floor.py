@@ -1,13 +1,16 @@
 """The eager floor: tdrl's and Tianshou's updates against the same math written bare.
 
-For DQN and C51 on CartPole-v1 and TD3 on Pendulum-v1 (the presets' networks, batch sizes
-and hyperparameters), one process times, in alternating rounds:
+For DQN, C51 and Rainbow on CartPole-v1 and TD3 on Pendulum-v1 (the presets' networks,
+batch sizes and hyperparameters; Rainbow's buffers prioritized), one process times, in
+alternating rounds:
 
 * ``floor``: the update written from scratch in plain PyTorch, CleanRL style: an
   ``nn.Sequential`` per network, the batch already in tensors (no sampling, the n-step
   reward and discount given), the losses, one backward and a fused Adam step (TD3: both
   critics under one backward and one optimizer, the actor every second step, the target
-  networks soft-updated with one ``_foreach_lerp_``). No library code at all: what eager
+  networks soft-updated with one ``_foreach_lerp_``; Rainbow: a dueling network with noisy
+  streams, new noise in both networks every step, importance weights in the batch). No
+  library code at all: what eager
   PyTorch costs for this math on this machine;
 * ``tdrl``: ``algorithm.update(buffer, batch_size)`` on a buffer of random transitions
   (sampling and the n-step returns included);
@@ -34,11 +37,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from benchmarks.timing import record
 
-ROWS: dict[str, str] = {"dqn": "CartPole-v1", "c51": "CartPole-v1", "td3": "Pendulum-v1"}
+ROWS: dict[str, str] = {
+    "dqn": "CartPole-v1",
+    "c51": "CartPole-v1",
+    "rainbow": "CartPole-v1",
+    "td3": "Pendulum-v1",
+}
 """Row (algorithm) -> task."""
 
 N_ENVS = 8
@@ -95,11 +104,12 @@ class FloorDQN:
 
 class FloorC51:
     """C51 on a fixed batch: the target distribution projected onto the support, the
-    cross-entropy to the taken action's distribution, Adam."""
+    cross-entropy to the taken action's distribution (weighted by ``weight`` when the batch
+    has importance weights), Adam."""
 
     def __init__(self, p: Any, obs_dim: int, n_act: int, batch: dict[str, torch.Tensor]):
         self.n_act, self.atoms = n_act, p.num_atoms
-        self.q = mlp([obs_dim, *p.hidden_sizes, n_act * p.num_atoms])
+        self.q = self.network(p, obs_dim, n_act)
         self.q_old = copy.deepcopy(self.q)
         self.optim = _adam(self.q.parameters(), p.lr)
         self.v_min, self.v_max = p.v_min, p.v_max
@@ -107,12 +117,16 @@ class FloorC51:
         self.delta = (p.v_max - p.v_min) / (p.num_atoms - 1)
         self.b = batch
 
+    def network(self, p: Any, obs_dim: int, n_act: int) -> nn.Module:
+        """Logits ``[B, n_act * atoms]``."""
+        return mlp([obs_dim, *p.hidden_sizes, n_act * p.num_atoms])
+
     def probs(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
         """``[B, n_act, atoms]`` probabilities."""
         return net(obs).view(-1, self.n_act, self.atoms).softmax(-1)
 
-    def update(self) -> float:
-        """One gradient step; returns the loss."""
+    def loss(self) -> torch.Tensor:
+        """The (weighted) mean cross-entropy to the projected target."""
         b, rows = self.b, torch.arange(len(self.b["act"]))
         with torch.no_grad():
             a2 = (self.probs(self.q, b["obs_next"]) * self.support).sum(-1).argmax(-1)
@@ -127,11 +141,79 @@ class FloorC51:
             m.scatter_add_(1, lo, p2 * (lo + 1 - pos))
             m.scatter_add_(1, hi, p2 * (pos - lo))
         p = self.probs(self.q, b["obs"])[rows, b["act"]]
-        loss = -(m * torch.log(p + 1e-8)).sum(-1).mean()
+        ce = -(m * torch.log(p + 1e-8)).sum(-1)
+        return (ce * b["weight"]).mean() if "weight" in b else ce.mean()
+
+    def update(self) -> float:
+        """One gradient step; returns the loss."""
+        loss = self.loss()
         self.optim.zero_grad(set_to_none=True)
         loss.backward()
         self.optim.step()
         return float(loss.detach())
+
+
+class NoisyLinear(nn.Module):
+    """Factorised Gaussian noisy linear layer (NoisyNet): ``W = mu + sigma * outer(f(e_out),
+    f(e_in))``, ``f(x) = sign(x) sqrt|x|``; new noise only from :meth:`resample`."""
+
+    e_in: torch.Tensor
+    e_out: torch.Tensor
+
+    def __init__(self, n_in: int, n_out: int, std: float) -> None:
+        super().__init__()
+        bound = n_in**-0.5
+        self.w_mu = nn.Parameter(torch.empty(n_out, n_in).uniform_(-bound, bound))
+        self.w_sigma = nn.Parameter(torch.full((n_out, n_in), std * bound))
+        self.b_mu = nn.Parameter(torch.empty(n_out).uniform_(-bound, bound))
+        self.b_sigma = nn.Parameter(torch.full((n_out,), std * bound))
+        self.register_buffer("e_in", torch.zeros(n_in))
+        self.register_buffer("e_out", torch.zeros(n_out))
+        self.resample()
+
+    @torch.no_grad()
+    def resample(self) -> None:
+        """Draw ``e_in`` then ``e_out``."""
+        for e in (self.e_in, self.e_out):
+            e.normal_()
+            e.copy_(e.sign() * e.abs().sqrt())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x W^T + b`` with the current noise."""
+        w = self.w_mu + self.w_sigma * torch.outer(self.e_out, self.e_in)
+        return F.linear(x, w, self.b_mu + self.b_sigma * self.e_out)
+
+
+class _DuelingNoisy(nn.Module):
+    def __init__(self, p: Any, obs_dim: int, n_act: int) -> None:
+        super().__init__()
+        self.n_act, self.atoms = n_act, p.num_atoms
+        h = list(p.hidden_sizes)
+        self.trunk = nn.Sequential(mlp([obs_dim, *h]), nn.ReLU())
+        self.advantage = NoisyLinear(h[-1], n_act * p.num_atoms, p.noisy_std)
+        self.value = NoisyLinear(h[-1], p.num_atoms, p.noisy_std)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        h = self.trunk(obs)
+        a = self.advantage(h).view(-1, self.n_act, self.atoms)
+        return a - a.mean(1, keepdim=True) + self.value(h).view(-1, 1, self.atoms)
+
+
+class FloorRainbow(FloorC51):
+    """Rainbow on a fixed batch: C51's loss on a dueling network with noisy streams, new
+    noise in the online and the target network before every step, importance weights."""
+
+    def network(self, p: Any, obs_dim: int, n_act: int) -> nn.Module:
+        """A ReLU trunk, then noisy advantage and value streams (dueling logits)."""
+        return _DuelingNoisy(p, obs_dim, n_act)
+
+    def update(self) -> float:
+        """New noise, then C51's gradient step; returns the loss."""
+        for net in (self.q, self.q_old):
+            for layer in net.modules():
+                if isinstance(layer, NoisyLinear):
+                    layer.resample()
+        return super().update()
 
 
 class FloorTD3:
@@ -178,7 +260,12 @@ class FloorTD3:
         return float(loss.detach())
 
 
-FLOORS: dict[str, type] = {"dqn": FloorDQN, "c51": FloorC51, "td3": FloorTD3}
+FLOORS: dict[str, type] = {
+    "dqn": FloorDQN,
+    "c51": FloorC51,
+    "rainbow": FloorRainbow,
+    "td3": FloorTD3,
+}
 
 
 def _transitions(space: gym.Space, obs_dim: int, rng: np.random.Generator) -> dict[str, Any]:
@@ -197,14 +284,23 @@ def _transitions(space: gym.Space, obs_dim: int, rng: np.random.Generator) -> di
     }
 
 
-def _buffers(space: gym.Space, obs_dim: int) -> tuple[Any, Any]:
-    """A tdrl and a Tianshou vector buffer holding the same random transitions."""
+def _buffers(space: gym.Space, obs_dim: int, prio: tuple[float, float] | None) -> Any:
+    """A tdrl and a Tianshou vector buffer holding the same random transitions
+    (prioritized with ``prio = (alpha, beta)``)."""
     from tianshou.data import Batch as TBatch
+    from tianshou.data import PrioritizedVectorReplayBuffer as TPVRB
     from tianshou.data import VectorReplayBuffer as TVRB
 
-    from tdrl.data import Batch, VectorReplayBuffer
+    from tdrl.data import Batch, PrioritizedVectorReplayBuffer, VectorReplayBuffer
 
-    ours, peer = VectorReplayBuffer(N_ENVS * FILL, N_ENVS), TVRB(N_ENVS * FILL, N_ENVS)
+    size = N_ENVS * FILL
+    ours: Any
+    peer: Any
+    if prio is None:
+        ours, peer = VectorReplayBuffer(size, N_ENVS), TVRB(size, N_ENVS)
+    else:
+        ours = PrioritizedVectorReplayBuffer(size, N_ENVS, alpha=prio[0], beta=prio[1])
+        peer = TPVRB(size, N_ENVS, alpha=prio[0], beta=prio[1])
     rng = np.random.default_rng(0)
     for _ in range(FILL):
         d = _transitions(space, obs_dim, rng)
@@ -213,11 +309,17 @@ def _buffers(space: gym.Space, obs_dim: int) -> tuple[Any, Any]:
     return ours, peer
 
 
-def _fixed_batch(space: gym.Space, obs_dim: int, n: int, gamma: float, n_step: int) -> Any:
+def _fixed_batch(
+    space: gym.Space, obs_dim: int, n: int, gamma: float, n_step: int, weighted: bool = False
+) -> Any:
+    """``n`` random transitions as tensors, with the n-step ``discount`` (and importance
+    ``weight`` around 1 when ``weighted``)."""
     rng = np.random.default_rng(1)
     rows = [_transitions(space, obs_dim, rng) for _ in range(-(-n // N_ENVS))]
     b = {k: torch.as_tensor(np.concatenate([r[k] for r in rows])[:n]) for k in rows[0]}
     b["discount"] = torch.full((n,), gamma**n_step) * (~b["terminated"]).float()
+    if weighted:
+        b["weight"] = torch.as_tensor(rng.uniform(0.5, 1.0, n).astype(np.float32))
     return b
 
 
@@ -247,8 +349,10 @@ def measure(algo: str, rounds: int = 9, number: int = 40) -> dict[str, float]:
     ours, _, size = _setup(algo, task)
     bs = int(size or 64)
     peer = tianshou_algorithm(algo, gym.spaces.Box(-np.inf, np.inf, (obs_dim,)), space)
-    b_ours, b_peer = _buffers(space, obs_dim)
-    floor = FLOORS[algo](p, obs_dim, n_act, _fixed_batch(space, obs_dim, bs, p.gamma, p.n_step))
+    prio = (p.alpha, p.beta) if getattr(p, "prioritized_replay", False) else None
+    b_ours, b_peer = _buffers(space, obs_dim, prio)
+    batch = _fixed_batch(space, obs_dim, bs, p.gamma, p.n_step, weighted=prio is not None)
+    floor = FLOORS[algo](p, obs_dim, n_act, batch)
     runs = {
         "floor": floor.update,
         "tdrl": lambda: ours.update(b_ours, bs),

@@ -9,7 +9,15 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from benchmarks.bench_floor import FloorC51, FloorDQN, FloorTD3, _fixed_batch, measure, mlp
+from benchmarks.bench_floor import (
+    FloorC51,
+    FloorDQN,
+    FloorRainbow,
+    FloorTD3,
+    _fixed_batch,
+    measure,
+    mlp,
+)
 from benchmarks.tianshou_builders import preset
 
 
@@ -52,6 +60,26 @@ def test_the_floor_loss_is_tdrls_loss(algo: str) -> None:
         td["returns"] = batch["rew"] + batch["discount"] * v
     expected = alg(td)["loss_qvalue"].detach()  # type: ignore[operator]
     assert floor.update() == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_the_rainbow_floor_loss_is_tdrls_loss() -> None:
+    from tdrl.algorithm.modelfree.c51 import C51
+
+    torch.manual_seed(0)
+    alg, _ = _tdrl("rainbow")
+    p = preset("rainbow")
+    batch = _fixed_batch(gym.spaces.Discrete(2), 4, p.batch_size, p.gamma, p.n_step, True)
+    floor = FloorRainbow(p, 4, 2, batch)
+    model = alg.policy.model  # type: ignore[attr-defined]
+    for net in (floor.q, floor.q_old):  # same weights and the same noise as tdrl's online net
+        _copy(net, list(model.parameters()))
+        with torch.no_grad():
+            for d, s in zip(net.buffers(), model.buffers(), strict=True):
+                d.copy_(s)
+    td = TensorDict({k: batch[k] for k in ("obs", "act", "obs_next", "weight")}, [p.batch_size])
+    td["target_reward"], td["target_discount"] = batch["rew"], batch["discount"]
+    expected = C51.forward(alg, td)["loss_qvalue"].detach()  # type: ignore[arg-type]
+    assert float(floor.loss().detach()) == pytest.approx(float(expected), rel=1e-5)
 
 
 def test_td3_floor_updates_the_actor_every_second_step() -> None:
