@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from benchmarks.bench_algorithm import N_ENVS, _fill
+from benchmarks.bench_step import median_of_alternating
 from benchmarks.timing import record
 
 ROWS: dict[str, str] = {
@@ -50,7 +50,6 @@ ROWS: dict[str, str] = {
 }
 """Row (algorithm) -> task."""
 
-N_ENVS = 8
 FILL = 2000
 """Vector steps of random transitions in each side's buffer."""
 
@@ -268,20 +267,12 @@ FLOORS: dict[str, type] = {
 }
 
 
-def _transitions(space: gym.Space, obs_dim: int, rng: np.random.Generator) -> dict[str, Any]:
-    obs = rng.normal(size=(N_ENVS, obs_dim)).astype(np.float32)
+def _act_fn(space: gym.Space) -> Callable[[np.random.Generator], np.ndarray]:
+    """Random actions of ``space`` for :func:`benchmarks.bench_algorithm._fill`."""
     if isinstance(space, gym.spaces.Discrete):
-        act: np.ndarray = rng.integers(0, int(space.n), N_ENVS)
-    else:
-        act = rng.uniform(-1, 1, (N_ENVS, *space.shape)).astype(np.float32)  # type: ignore[misc]
-    return {
-        "obs": obs,
-        "act": act,
-        "rew": rng.normal(size=N_ENVS).astype(np.float32),
-        "terminated": rng.random(N_ENVS) < 0.02,
-        "truncated": np.zeros(N_ENVS, dtype=bool),
-        "obs_next": rng.normal(size=(N_ENVS, obs_dim)).astype(np.float32),
-    }
+        return lambda rng: rng.integers(0, int(space.n), N_ENVS)
+    shape = (N_ENVS, *space.shape)  # type: ignore[misc]
+    return lambda rng: rng.uniform(-1, 1, shape).astype(np.float32)
 
 
 def _buffers(space: gym.Space, obs_dim: int, prio: tuple[float, float] | None) -> Any:
@@ -301,11 +292,13 @@ def _buffers(space: gym.Space, obs_dim: int, prio: tuple[float, float] | None) -
     else:
         ours = PrioritizedVectorReplayBuffer(size, N_ENVS, alpha=prio[0], beta=prio[1])
         peer = TPVRB(size, N_ENVS, alpha=prio[0], beta=prio[1])
-    rng = np.random.default_rng(0)
-    for _ in range(FILL):
-        d = _transitions(space, obs_dim, rng)
-        ours.add(Batch(d, batch_size=[N_ENVS]))
-        peer.add(TBatch(info={}, **d))
+    _fill(
+        lambda d: ours.add(Batch(d, batch_size=[N_ENVS])),
+        lambda d: peer.add(TBatch(info={}, **d)),
+        obs_dim,
+        _act_fn(space),
+        FILL,
+    )
     return ours, peer
 
 
@@ -314,27 +307,21 @@ def _fixed_batch(
 ) -> Any:
     """``n`` random transitions as tensors, with the n-step ``discount`` (and importance
     ``weight`` around 1 when ``weighted``)."""
-    rng = np.random.default_rng(1)
-    rows = [_transitions(space, obs_dim, rng) for _ in range(-(-n // N_ENVS))]
+    rows: list[dict[str, np.ndarray]] = []
+    _fill(rows.append, lambda d: None, obs_dim, _act_fn(space), -(-n // N_ENVS), seed=1)
     b = {k: torch.as_tensor(np.concatenate([r[k] for r in rows])[:n]) for k in rows[0]}
     b["discount"] = torch.full((n,), gamma**n_step) * (~b["terminated"]).float()
     if weighted:
+        rng = np.random.default_rng(2)
         b["weight"] = torch.as_tensor(rng.uniform(0.5, 1.0, n).astype(np.float32))
     return b
-
-
-def _timed(fn: Callable[[], Any], number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
 
 
 def measure(algo: str, rounds: int = 9, number: int = 40) -> dict[str, float]:
     """Median seconds per update of the floor, tdrl and Tianshou for one row."""
     from tianshou.utils.torch_utils import policy_within_training_step
 
-    from benchmarks.bench_roofline import _setup
+    from benchmarks.bench_roofline import preset_algorithm
     from benchmarks.tianshou_builders import preset, tianshou_algorithm
     from tdrl.algorithm import within_training_step
 
@@ -346,37 +333,28 @@ def measure(algo: str, rounds: int = 9, number: int = 40) -> dict[str, float]:
     n_act = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.prod(space.shape))  # type: ignore[arg-type]
     p = preset(algo)
     torch.manual_seed(0)
-    ours, _, size = _setup(algo, task)
-    bs = int(size or 64)
+    ours = preset_algorithm(algo, task)
+    bs = int(p.batch_size)
     peer = tianshou_algorithm(algo, gym.spaces.Box(-np.inf, np.inf, (obs_dim,)), space)
     prio = (p.alpha, p.beta) if getattr(p, "prioritized_replay", False) else None
     b_ours, b_peer = _buffers(space, obs_dim, prio)
     batch = _fixed_batch(space, obs_dim, bs, p.gamma, p.n_step, weighted=prio is not None)
     floor = FLOORS[algo](p, obs_dim, n_act, batch)
-    runs = {
-        "floor": floor.update,
-        "tdrl": lambda: ours.update(b_ours, bs),
-        "tianshou": lambda: peer.update(b_peer, bs),
-    }
-    times: dict[str, list[float]] = {k: [] for k in runs}
+    runs = [floor.update, lambda: ours.update(b_ours, bs), lambda: peer.update(b_peer, bs)]
     with within_training_step(ours.policy), policy_within_training_step(peer.policy):
-        for fn in runs.values():
-            _timed(fn, 5)  # warm caches and lazy state
-        for _ in range(rounds):
-            for k, fn in runs.items():
-                times[k].append(_timed(fn, number))
-    return {k: statistics.median(v) for k, v in times.items()}
+        t_floor, t_ours, t_peer = median_of_alternating(runs, number, rounds)
+    return {"floor": t_floor, "tdrl": t_ours, "tianshou": t_peer}
 
 
 def main() -> None:
     """Print (and record) the floor table."""
     torch.set_num_threads(1)
-    print(f"{'row':6s} {'floor ms':>9s} {'tdrl ms':>8s} {'ts ms':>7s} {'tdrl/ts':>8s} "
+    print(f"{'row':8s} {'floor ms':>9s} {'tdrl ms':>8s} {'ts ms':>7s} {'tdrl/ts':>8s} "
           f"{'floor/ts':>9s}   (median of alternating rounds; one thread)")  # fmt: skip
     for algo in ROWS:
         m = measure(algo)
         tdrl_ts, floor_ts = m["tdrl"] / m["tianshou"], m["floor"] / m["tianshou"]
-        print(f"{algo:6s} {m['floor'] * 1e3:9.2f} {m['tdrl'] * 1e3:8.2f} "
+        print(f"{algo:8s} {m['floor'] * 1e3:9.2f} {m['tdrl'] * 1e3:8.2f} "
               f"{m['tianshou'] * 1e3:7.2f} {tdrl_ts:8.2f} {floor_ts:9.2f}")  # fmt: skip
         record(
             f"{algo} update floor",

@@ -105,20 +105,28 @@ def _flops(func: Any, shapes: list[torch.Size]) -> int:
     return 2 * a[0] * a[1] * b[1]
 
 
+def preset_algorithm(algo: str, task: str) -> Any:
+    """The preset's algorithm for ``task`` on the CPU (its spaces from ``gym.make(task)``)."""
+    from tdrl import presets
+    from tdrl.presets.make import make_algorithm
+
+    env = gym.make(task)
+    alg = make_algorithm(
+        algo, task, presets.preset(algo, task), observation_space=env.observation_space,
+        action_space=env.action_space, device="cpu", dataset=None,
+    )  # fmt: skip
+    env.close()
+    return alg
+
+
 def _setup(algo: str, task: str) -> tuple[Any, Any, int | None]:
     """The preset's algorithm and a buffer of random transitions to update from."""
     from tdrl import presets
     from tdrl.data import Collector, VectorReplayBuffer
     from tdrl.env import DummyVectorEnv
-    from tdrl.presets.make import make_algorithm
 
     preset = presets.preset(algo, task)
-    env = gym.make(task)
-    alg = make_algorithm(
-        algo, task, preset, observation_space=env.observation_space,
-        action_space=env.action_space, device="cpu", dataset=None,
-    )  # fmt: skip
-    env.close()
+    alg = preset_algorithm(algo, task)
     n = 4
     envs = DummyVectorEnv([lambda: gym.make(task)] * n)
     steps = int(getattr(preset, "step_per_collect", None) or 0) if alg.on_policy else 2000

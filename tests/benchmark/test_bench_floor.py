@@ -18,17 +18,12 @@ from benchmarks.bench_floor import (
     measure,
     mlp,
 )
+from benchmarks.bench_roofline import preset_algorithm
 from benchmarks.tianshou_builders import preset
 
 
 def _tdrl(algo: str) -> tuple[object, list[torch.nn.Parameter]]:
-    from tdrl.presets.make import make_algorithm
-
-    env = gym.make("CartPole-v1")
-    alg = make_algorithm(
-        algo, "CartPole-v1", preset(algo), observation_space=env.observation_space,
-        action_space=env.action_space, device="cpu", dataset=None,
-    )  # fmt: skip
+    alg = preset_algorithm(algo, "CartPole-v1")
     return alg, list(alg.policy.model.parameters())
 
 
