@@ -12,12 +12,12 @@ What is compiled (the hot path of every update, for every family):
   several times slower on this project's CPU (a compiled SAC update 0.66x of eager with
   it, 0.86x without, the same loaded run: ``python -m benchmarks compile``).
 
-Zeroing the gradients and ``loss.backward(inputs=params)`` stay eager calls (they run
-the compiled backward). Sampling, n-step targets and GAE (numpy over the buffer) are not
-traced. The update computes what eager computes: the same losses and parameters to float
-tolerance (compiled kernels may reorder floating-point sums); with inductor, random draws
-inside the losses (SAC's reparameterised actions) come from eager's generator
-(``fallback_random``), so they are the same numbers too.
+Zeroing the gradients and the backward pass (``backward_into(loss, params)``) stay eager
+calls (they run the compiled backward). Sampling, n-step targets and GAE (numpy over the
+buffer) are not traced. The update computes what eager computes: the same losses and
+parameters to float tolerance (compiled kernels may reorder floating-point sums); with
+inductor, random draws inside the losses (SAC's reparameterised actions) come from eager's
+generator (``fallback_random``), so they are the same numbers too.
 
 A first compile costs seconds (inductor: tens of seconds); :func:`warmup` runs one update
 on a real batch and then restores every parameter, optimizer state, counter and random
@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from tdrl.algorithm.optim import GradStep, trainable
+from tdrl.algorithm.optim import GradStep, backward_into, trainable
 from tdrl.algorithm.policy import _train_mode, within_training_step
 
 if TYPE_CHECKING:
@@ -270,7 +270,7 @@ def _compiled_step(gs: GradStep, jit: Callable[[Callable[..., Any]], Callable[..
                 p.grad = None
         inputs = trainable(params)
         if inputs:
-            loss.backward(inputs=inputs, retain_graph=retain_graph)
+            backward_into(loss, inputs, retain_graph)
         compiled()
         GradStep.taken += 1
 

@@ -19,6 +19,8 @@ import torch
 import torch.optim.optimizer as _optim_mod
 from tensordict import TensorDictBase
 from torch import nn
+from torch.autograd import graph as _autograd_graph
+from torch.overrides import has_torch_function
 from typing_extensions import Self
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "RMSpropOptimizerFactory",
     "Stage",
     "TorchOptimizerFactory",
+    "backward_into",
     "trainable",
 ]
 
@@ -201,6 +204,45 @@ def trainable(params: list[torch.Tensor]) -> list[torch.Tensor]:
     return [p for p in params if p.requires_grad]
 
 
+def backward_into(
+    loss: torch.Tensor, inputs: list[torch.Tensor], retain_graph: bool = False
+) -> None:
+    """``loss.backward(inputs=inputs, retain_graph=retain_graph)`` for a scalar loss.
+
+    A plain float scalar ``loss`` (and plain tensors or parameters as ``inputs``) goes to
+    the autograd engine the way ``torch.autograd.backward`` hands it over (the
+    ``torch.autograd.graph`` entry point, with its debug-logging hooks and context), with
+    the seed gradient ``ones_like(loss)`` made here. That skips ``backward``'s argument
+    normalisation and checks, which cost about 50 us per call on a 2-core Xeon, as much as
+    the backward pass itself of a 64-row two-layer MLP. Anything else (a tensor subclass,
+    a non-scalar loss, a functorch transform) goes through ``loss.backward`` itself.
+
+    >>> w = torch.ones(2, requires_grad=True)
+    >>> backward_into((w * 3.0).sum(), [w]); w.grad
+    tensor([3., 3.])
+    """
+    if (
+        type(loss) is torch.Tensor
+        and loss.numel() == 1
+        and loss.dtype.is_floating_point
+        and not loss.is_nested
+        and not has_torch_function(inputs)
+        and not torch._C._are_functorch_transforms_active()
+    ):
+        seed = torch.ones_like(loss, memory_format=torch.preserve_format)
+        _autograd_graph._engine_run_backward(
+            (loss,),
+            (seed,),
+            retain_graph,
+            False,
+            tuple(inputs),
+            allow_unreachable=True,
+            accumulate_grad=True,
+        )
+        return
+    loss.backward(inputs=inputs, retain_graph=retain_graph)
+
+
 @dataclass(eq=False)
 class _AdamLists:
     """The argument lists of ``torch._fused_adam_`` for one single-group Adam (internal).
@@ -336,7 +378,7 @@ class GradStep:
             self.optim.zero_grad(set_to_none=True)
         inputs = trainable(self.params)
         if inputs:  # all frozen: nothing to learn, nothing to step
-            loss.backward(inputs=inputs, retain_graph=retain_graph)
+            backward_into(loss, inputs, retain_graph)
         if self.max_grad_norm is not None:
             self._clip()
         if not self._fused_adam_step():

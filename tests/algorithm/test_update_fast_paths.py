@@ -7,7 +7,9 @@
 * :func:`~tdrl.algorithm.algorithm_base.read_obs_next` (one column) against
   ``buffer[indices]["obs_next"]`` (every column);
 * :func:`~tdrl.algorithm.returns.nstep_reward_discount` against
-  :func:`compute_nstep_return` with the constant bootstraps 0 and 1.
+  :func:`compute_nstep_return` with the constant bootstraps 0 and 1;
+* :func:`~tdrl.algorithm.optim.backward_into` (the autograd engine called directly)
+  against ``loss.backward(inputs=...)``: the same gradients, the same errors.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tdrl.algorithm.distributional import (
     quantile_midpoints,
     quantile_priority,
 )
+from tdrl.algorithm.optim import backward_into
 from tdrl.algorithm.returns import compute_nstep_return, nstep_reward_discount
 from tdrl.data.batch import Batch
 from tdrl.data.buffer import ReplayBuffer, VectorReplayBuffer
@@ -118,3 +121,58 @@ def test_nstep_reward_discount_matches_compute_nstep_return(n_step: int) -> None
     assert np.array_equal(rows, last[0])
     assert np.array_equal(ret, r_d[:, 0].numpy())
     np.testing.assert_allclose(disc, (r_d[:, 1] - r_d[:, 0]).numpy(), rtol=0, atol=1e-15)
+
+
+def _two_layer(seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    return net, torch.randn(5, 4)
+
+
+@pytest.mark.parametrize("shape", [(), (1,)])
+def test_backward_into_matches_backward_with_inputs(shape: tuple[int, ...]) -> None:
+    grads = []
+    for fast in (False, True):
+        net, x = _two_layer(0)
+        first = list(net[0].parameters())  # the second layer is left out: no grad there
+        loss = net(x).square().mean().reshape(shape)
+        if fast:
+            backward_into(loss, first)
+        else:
+            loss.backward(inputs=first)
+        assert all(p.grad is None for p in net[2].parameters())
+        grads.append([p.grad for p in first])
+    assert all(torch.equal(a, b) for a, b in zip(*grads, strict=True))
+
+
+def test_backward_into_accumulates_and_retains_the_graph() -> None:
+    net, x = _two_layer(1)
+    params = list(net.parameters())
+    loss = net(x).sum()
+    backward_into(loss, params, retain_graph=True)
+    once = [p.grad.clone() for p in params]
+    backward_into(loss, params)  # the retained graph, accumulated into .grad
+    assert all(torch.equal(p.grad, 2 * g) for p, g in zip(params, once, strict=True))
+    with pytest.raises(RuntimeError, match="second time"):
+        backward_into(loss, params)
+
+
+def test_backward_into_raises_what_backward_raises() -> None:
+    w = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        backward_into(w * 2, [w])  # not a scalar: loss.backward's own error
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        backward_into(torch.tensor(1.0), [w])
+    assert w.grad is None
+
+
+def test_backward_into_calls_the_engine_for_a_plain_scalar(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Tensor.backward called")
+
+    monkeypatch.setattr(torch.Tensor, "backward", refuse)
+    w = torch.ones(2, requires_grad=True)
+    backward_into((w * 3.0).sum(), [w])
+    assert torch.equal(w.grad, torch.full((2,), 3.0))
+    with pytest.raises(AssertionError, match=r"Tensor\.backward called"):
+        backward_into((w * 3.0).sum().to(torch.int64), [w])  # not floating: the general path
