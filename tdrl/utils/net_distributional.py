@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from tdrl.utils.net import MLP, flat_dim
+from tdrl.utils.net import MLP, call_module, flat_dim
 
 __all__ = ["DistributionalQNet"]
 
@@ -69,10 +69,10 @@ class DistributionalQNet(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Atoms ``[B, n_actions, num_atoms]`` (probabilities over the atoms with ``softmax``)."""
-        h = self.trunk(obs)
+        h = call_module(self.trunk, obs)
         if self.value is not None and self.advantage is not None:
-            adv = self.advantage(h).view(-1, self.n_actions, self.num_atoms)
-            v = self.value(h).view(-1, 1, self.num_atoms)
+            adv = call_module(self.advantage, h).view(-1, self.n_actions, self.num_atoms)
+            v = call_module(self.value, h).view(-1, 1, self.num_atoms)
             out = v + adv - adv.mean(dim=1, keepdim=True)
         else:
             out = h.view(-1, self.n_actions, self.num_atoms)

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tdrl.utils.net import MLP, flat_dim
+from tdrl.utils.net import MLP, call_module, flat_dim
 
 __all__ = [
     "CosineEmbeddingNetwork",
@@ -68,7 +68,7 @@ class CosineEmbeddingNetwork(nn.Module):
     def forward(self, taus: torch.Tensor) -> torch.Tensor:
         """``[..., N]`` fractions to ``[..., N, embedding_dim]`` embeddings."""
         i = torch.arange(1, self.num_cosines + 1, dtype=taus.dtype, device=taus.device)
-        return self.net(torch.cos(taus.unsqueeze(-1) * (math.pi * i)))
+        return call_module(self.net, torch.cos(taus.unsqueeze(-1) * (math.pi * i)))
 
 
 class ImplicitQuantileNetwork(nn.Module):
@@ -124,14 +124,15 @@ class ImplicitQuantileNetwork(nn.Module):
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
         """State features ``psi(s) [B, D]``."""
-        out: torch.Tensor = self.preprocess(obs)
+        out: torch.Tensor = call_module(self.preprocess, obs)
         return out
 
     def quantiles(self, features: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
         """Quantile values ``[B, n_actions, N]`` at fractions ``taus [B, N]``."""
         b, n = taus.shape
-        mixed = features.unsqueeze(1) * self.embed_model(taus)  # [B, N, D]
-        return self.last(mixed.reshape(b * n, -1)).reshape(b, n, -1).transpose(1, 2)
+        mixed = features.unsqueeze(1) * call_module(self.embed_model, taus)  # [B, N, D]
+        out = call_module(self.last, mixed.reshape(b * n, -1))
+        return out.reshape(b, n, -1).transpose(1, 2)
 
     def forward(self, obs: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
         """``Z_taus(obs, .)``: quantile values ``[B, n_actions, N]``."""

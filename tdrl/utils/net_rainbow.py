@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from tdrl.utils.net import MLP, flat_dim
+from tdrl.utils.net import MLP, call_module, flat_dim
 from tdrl.utils.noisy import NoisyLinear
 
 __all__ = ["BranchingQNet", "RainbowNet"]
@@ -108,16 +108,16 @@ class RainbowNet(nn.Module):
         d = self.trunk.output_dim
         out = self.n_actions * self.num_atoms
         self.advantage = _stream(d, out, head_hidden_sizes, layer, activation)
-        self.value: nn.Module | None = (
+        self.value: nn.Sequential | None = (
             _stream(d, self.num_atoms, head_hidden_sizes, layer, activation) if dueling else None
         )
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Probabilities ``[B, n_actions, num_atoms]`` (softmax over the atoms)."""
-        h = self.trunk(obs)
-        logits = self.advantage(h).view(-1, self.n_actions, self.num_atoms)
+        h = call_module(self.trunk, obs)
+        logits = call_module(self.advantage, h).view(-1, self.n_actions, self.num_atoms)
         if self.value is not None:
-            v = self.value(h).view(-1, 1, self.num_atoms)
+            v = call_module(self.value, h).view(-1, 1, self.num_atoms)
             logits = logits - logits.mean(dim=1, keepdim=True) + v
         return torch.softmax(logits, dim=-1)
 
