@@ -42,7 +42,7 @@ from tdrl.algorithm.loss_keys import weighted_mean
 from tdrl.algorithm.optim import GradStep, OptimizerFactory
 from tdrl.algorithm.policy import Policy, call_model, make_batch
 from tdrl.data.batch import Batch
-from tdrl.utils.net import QCritic
+from tdrl.utils.net import QCritic, call_module
 
 __all__ = [
     "AutoAlpha",
@@ -326,7 +326,7 @@ class OffPolicyActorCritic(Algorithm):
             return [self._detached_q(c, obs, act) for c in critics]
         if all(type(c) is QCritic for c in critics):
             x = QCritic.features(obs, act)  # one shared input for the whole ensemble
-            return [c.net(x).reshape(-1) for c in critics]
+            return [call_module(c.net, x).reshape(-1) for c in critics]
         return [c(obs, act).reshape(-1) for c in critics]
 
     @staticmethod
