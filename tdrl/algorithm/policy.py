@@ -24,6 +24,7 @@ from torch import nn
 from torchrl.envs.utils import ExplorationType, exploration_type
 
 from tdrl.data.batch import Batch
+from tdrl.utils.net import call_module
 
 __all__ = [
     "ActBoundMethod",
@@ -100,7 +101,8 @@ def call_model(model: nn.Module, obs: Any, state: Any = None, info: Any = None) 
 
     Models with Tianshou's signature ``forward(obs, state=None, info=None)`` receive the
     hidden state and the env ``info`` and may return ``(output, state)``; plain models are
-    called as ``model(obs)``. A returned ``(output, state)`` pair is split either way.
+    called as ``model(obs)`` (by :func:`~tdrl.utils.net.call_module`). A returned
+    ``(output, state)`` pair is split either way.
 
     >>> out, st = call_model(torch.nn.Linear(2, 3), torch.zeros(1, 2))
     >>> out.shape, st
@@ -111,7 +113,7 @@ def call_model(model: nn.Module, obs: Any, state: Any = None, info: Any = None) 
         if isinstance(out, tuple) and len(out) == 2:
             return out[0], out[1]
         return out, None
-    out = model(obs)
+    out = call_module(model, obs)
     # a plain ``(loc, scale)`` pair stays whole; ``(output, None)`` and
     # ``((loc, scale), state)`` are Tianshou-style ``(output, state)`` pairs
     if isinstance(out, tuple) and len(out) == 2 and (isinstance(out[0], tuple) or out[1] is None):
