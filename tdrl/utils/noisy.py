@@ -123,28 +123,41 @@ class NoisyLinear(nn.Module):
     @torch.no_grad()
     def sample_noise(self) -> None:
         """Draw new factorised noise (``eps_in`` first, then ``eps_out``)."""
-        _draw_scaled_noise(self.eps_in, self.generator)
-        _draw_scaled_noise(self.eps_out, self.generator)
+        t = self._tensors()
+        _draw_scaled_noise(t["eps_in"], self.generator)
+        _draw_scaled_noise(t["eps_out"], self.generator)
 
     def reset_noise(self) -> None:
         """Alias of :meth:`sample_noise` (TorchRL's name)."""
         self.sample_noise()
 
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        """The parameters and noise buffers by name: read from the module's own dicts (what
+        ``functional_call`` and ``to_module`` swap), minus ``nn.Module.__getattr__``'s
+        Python frame per name (seven per forward); a subclass or a parametrized layer
+        goes through ``getattr``."""
+        names = ("weight_mu", "weight_sigma", "bias_mu", "bias_sigma", "eps_in", "eps_out")
+        if type(self) is NoisyLinear:
+            return {**self._parameters, **self._buffers}  # type: ignore[dict-item]
+        return {name: getattr(self, name) for name in names}
+
     @property
     def weight(self) -> torch.Tensor:
         """The weight this layer applies now: noisy in training mode, ``weight_mu`` in eval."""
+        t = self._tensors()
         if not self.training:
-            return self.weight_mu
+            return t["weight_mu"]
         return torch.addcmul(
-            self.weight_mu, self.weight_sigma, torch.outer(self.eps_out, self.eps_in)
+            t["weight_mu"], t["weight_sigma"], torch.outer(t["eps_out"], t["eps_in"])
         )
 
     @property
     def bias(self) -> torch.Tensor:
         """The bias this layer applies now: noisy in training mode, ``bias_mu`` in eval."""
+        t = self._tensors()
         if not self.training:
-            return self.bias_mu
-        return torch.addcmul(self.bias_mu, self.bias_sigma, self.eps_out)
+            return t["bias_mu"]
+        return torch.addcmul(t["bias_mu"], t["bias_sigma"], t["eps_out"])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ W.T + b`` with the current (noisy or mean) weights."""

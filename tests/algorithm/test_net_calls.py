@@ -143,3 +143,34 @@ def test_a_critic_hook_runs() -> None:
     critic.net.register_forward_hook(lambda mod, inp, out: seen.append(out.shape[0]))
     critic(X, torch.zeros(5, 1))
     assert seen == [5]
+
+
+def test_a_noisy_layer_reads_swapped_parameters_and_noise() -> None:
+    from tdrl.utils.noisy import NoisyLinear
+
+    torch.manual_seed(0)
+    layer = NoisyLinear(3, 2)
+    zeros = {k: torch.zeros_like(v) for k, v in layer.state_dict().items()}
+    assert torch.equal(torch.func.functional_call(layer, zeros, (X,)), torch.zeros(5, 2))
+    expected = (
+        X @ (layer.weight_mu + layer.weight_sigma * torch.outer(layer.eps_out, layer.eps_in)).T
+    )
+    assert torch.allclose(layer(X), expected + layer.bias_mu + layer.bias_sigma * layer.eps_out)
+
+    class Scaled(NoisyLinear):  # a subclass reads its tensors through getattr
+        pass
+
+    torch.manual_seed(0)
+    sub = Scaled(3, 2)
+    assert torch.equal(sub(X), layer(X))
+
+
+def test_the_cosine_frequencies_follow_the_fractions_dtype() -> None:
+    net = ImplicitQuantileNetwork(3, 2, hidden_sizes=(4,), num_cosines=5)
+    f32 = net(X, torch.rand(5, 6))
+    assert f32.dtype == torch.float32
+    net = net.double()
+    taus = torch.rand(5, 6, dtype=torch.float64)
+    cos = torch.cos(taus.unsqueeze(-1) * (torch.pi * torch.arange(1, 6, dtype=torch.float64)))
+    expected = net.embed_model.net(cos)
+    assert torch.equal(net.embed_model(taus), expected)
