@@ -59,7 +59,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Categorical, Distribution, Independent, Normal
 
-from tdrl.utils.net import MLP, GaussianActor
+from tdrl.utils.net import MLP, GaussianActor, has_hooks
 
 __all__ = ["GaussNewtonFisher"]
 
@@ -76,13 +76,8 @@ the blocks once per step and then applies them with one batched matmul."""
 
 
 def _plain(module: nn.Module) -> bool:
-    """No hooks of any kind on ``module`` (they could change what it computes)."""
-    return not (
-        module._forward_hooks
-        or module._forward_pre_hooks
-        or module._backward_hooks
-        or module._backward_pre_hooks
-    )
+    """No hooks of any kind on ``module`` (:func:`~tdrl.utils.net.has_hooks`)."""
+    return not has_hooks(module)
 
 
 def _chain(mlp: nn.Module) -> list[nn.Module] | None:

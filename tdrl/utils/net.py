@@ -35,6 +35,7 @@ __all__ = [
     "apply_layers",
     "call_module",
     "flat_dim",
+    "has_hooks",
 ]
 
 
@@ -59,15 +60,25 @@ def _global_hooks() -> bool:
     )
 
 
-def _own_hooks(module: nn.Module) -> bool:
-    """Whether ``module`` has hooks of its own or is compiled (``__call__`` matters then)."""
+def has_hooks(module: nn.Module) -> bool:
+    """Whether ``module`` has forward, forward-pre, backward or backward-pre hooks of its own
+    (they could change what it computes).
+
+    >>> lin = nn.Linear(2, 1)
+    >>> has_hooks(lin), has_hooks(lin.register_forward_hook(lambda m, i, o: o) and lin)
+    (False, True)
+    """
     return bool(
         module._forward_hooks
         or module._forward_pre_hooks
         or module._backward_hooks
         or module._backward_pre_hooks
-        or module._compiled_call_impl is not None
     )
+
+
+def _own_hooks(module: nn.Module) -> bool:
+    """Whether ``module`` has hooks of its own or is compiled (``__call__`` matters then)."""
+    return has_hooks(module) or module._compiled_call_impl is not None
 
 
 def call_module(module: nn.Module, *args: Any) -> Any:
