@@ -23,6 +23,9 @@ from torch import nn
 
 __all__ = ["NoisyLinear", "noisy_layers", "resample_noise"]
 
+_TENSORS = ("weight_mu", "weight_sigma", "bias_mu", "bias_sigma", "eps_in", "eps_out")
+"""A :class:`NoisyLinear`'s parameters and noise buffers, in :meth:`NoisyLinear._tensors` order."""
+
 
 def _draw_scaled_noise(out: torch.Tensor, generator: torch.Generator | None) -> None:
     """Fill ``out`` with ``f(x) = sign(x) * sqrt(|x|)`` of standard normal draws (the paper's
@@ -123,41 +126,46 @@ class NoisyLinear(nn.Module):
     @torch.no_grad()
     def sample_noise(self) -> None:
         """Draw new factorised noise (``eps_in`` first, then ``eps_out``)."""
-        t = self._tensors()
-        _draw_scaled_noise(t["eps_in"], self.generator)
-        _draw_scaled_noise(t["eps_out"], self.generator)
+        *_, eps_in, eps_out = self._tensors()
+        _draw_scaled_noise(eps_in, self.generator)
+        _draw_scaled_noise(eps_out, self.generator)
 
     def reset_noise(self) -> None:
         """Alias of :meth:`sample_noise` (TorchRL's name)."""
         self.sample_noise()
 
-    def _tensors(self) -> dict[str, torch.Tensor]:
-        """The parameters and noise buffers by name: read from the module's own dicts (what
-        ``functional_call`` and ``to_module`` swap), minus ``nn.Module.__getattr__``'s
-        Python frame per name (seven per forward); a subclass or a parametrized layer
-        goes through ``getattr``."""
-        names = ("weight_mu", "weight_sigma", "bias_mu", "bias_sigma", "eps_in", "eps_out")
+    def _tensors(self) -> tuple[torch.Tensor, ...]:
+        """``(weight_mu, weight_sigma, bias_mu, bias_sigma, eps_in, eps_out)``, read from the
+        module's own dicts (what ``functional_call`` and ``to_module`` swap), minus
+        ``nn.Module.__getattr__``'s Python frame per name (seven per forward); a subclass or
+        a parametrized layer goes through ``getattr``."""
         if type(self) is NoisyLinear:
-            return {**self._parameters, **self._buffers}  # type: ignore[dict-item]
-        return {name: getattr(self, name) for name in names}
+            p, b = self._parameters, self._buffers
+            return (
+                p["weight_mu"],
+                p["weight_sigma"],
+                p["bias_mu"],
+                p["bias_sigma"],
+                b["eps_in"],
+                b["eps_out"],
+            )  # type: ignore[return-value]
+        return tuple(getattr(self, name) for name in _TENSORS)
 
     @property
     def weight(self) -> torch.Tensor:
         """The weight this layer applies now: noisy in training mode, ``weight_mu`` in eval."""
-        t = self._tensors()
+        mu, sigma, _, _, eps_in, eps_out = self._tensors()
         if not self.training:
-            return t["weight_mu"]
-        return torch.addcmul(
-            t["weight_mu"], t["weight_sigma"], torch.outer(t["eps_out"], t["eps_in"])
-        )
+            return mu
+        return torch.addcmul(mu, sigma, torch.outer(eps_out, eps_in))
 
     @property
     def bias(self) -> torch.Tensor:
         """The bias this layer applies now: noisy in training mode, ``bias_mu`` in eval."""
-        t = self._tensors()
+        _, _, mu, sigma, _, eps_out = self._tensors()
         if not self.training:
-            return t["bias_mu"]
-        return torch.addcmul(t["bias_mu"], t["bias_sigma"], t["eps_out"])
+            return mu
+        return torch.addcmul(mu, sigma, eps_out)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ W.T + b`` with the current (noisy or mean) weights."""
