@@ -75,18 +75,13 @@ _SEPARABLE = (Normal, Categorical)
 the blocks once per step and then applies them with one batched matmul."""
 
 
-def _plain(module: nn.Module) -> bool:
-    """No hooks of any kind on ``module`` (:func:`~tdrl.utils.net.has_hooks`)."""
-    return not has_hooks(module)
-
-
 def _chain(mlp: nn.Module) -> list[nn.Module] | None:
     """The layers of an :class:`~tdrl.utils.net.MLP` whose forward-mode this module knows."""
     if not isinstance(mlp, MLP) or type(mlp).forward is not MLP.forward:
         return None
     layers = list(mlp.children())
     known = all(type(m) is nn.Linear or type(m) in _SLOPES for m in layers)
-    return layers if layers and known and all(map(_plain, [mlp, *layers])) else None
+    return layers if layers and known and not any(map(has_hooks, [mlp, *layers])) else None
 
 
 def _as_tuple(z: Any) -> tuple[torch.Tensor, ...]:
@@ -116,7 +111,7 @@ class GaussNewtonFisher:
             return None
         head = actor.loc
         layers = _chain(actor.trunk)
-        if layers is None or type(head) is not nn.Linear or not _plain(head) or not _plain(actor):
+        if layers is None or type(head) is not nn.Linear or has_hooks(head) or has_hooks(actor):
             return None
         return cls(actor, [*layers, head], gaussian=True)
 

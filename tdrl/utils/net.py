@@ -93,7 +93,7 @@ def call_module(module: nn.Module, *args: Any) -> Any:
     if _global_hooks() or _own_hooks(module):
         return module(*args)
     if type(module) is nn.Sequential:
-        return apply_layers(args[0], module._modules.values())  # type: ignore[arg-type]
+        return _apply_plain(args[0], module._modules.values())  # type: ignore[arg-type]
     return module.forward(*args)
 
 
@@ -119,6 +119,11 @@ def apply_layers(x: torch.Tensor, layers: Iterable[nn.Module]) -> torch.Tensor:
         for layer in layers:
             x = layer(x)
         return x
+    return _apply_plain(x, layers)
+
+
+def _apply_plain(x: torch.Tensor, layers: Iterable[nn.Module]) -> torch.Tensor:
+    """:func:`apply_layers` once no global module hook or JIT trace is known to be active."""
     for layer in layers:
         if _own_hooks(layer):
             x = layer(x)
